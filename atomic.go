@@ -1,0 +1,164 @@
+package ohbloom
+
+import (
+	"sync/atomic"
+
+	"github.com/zeebo/xxh3"
+)
+
+// AtomicFilter is a Filter that is safe for concurrent use by multiple
+// goroutines: any number may Add and Test at once, without locks. Every
+// word is read with an atomic load and set with an atomic OR, and a key whose
+// bits are already set writes nothing, so re-adding hot keys does not bounce
+// cache lines between cores. Once Add returns, Test of that key returns true
+// in every goroutine.
+//
+// Methods that read the whole filter (FillRatio, EstimatedCount, Equal,
+// WriteTo, ...) may run during Adds; they then see some of the concurrent
+// keys and not others. Union, Intersect and Reset are safe to call
+// concurrently too, word by word; UnmarshalBinary and ReadFrom replace the
+// whole filter and must not run concurrently with anything.
+//
+// The zero AtomicFilter is not usable; build one with NewAtomic,
+// NewAtomicWithConfig or Filter.ToAtomic.
+type AtomicFilter struct {
+	layout
+}
+
+// NewAtomic is New for an AtomicFilter: sized for n keys at rate p, with the
+// DefaultSeed, panicking on invalid parameters.
+func NewAtomic(n uint64, p float64) *AtomicFilter {
+	f, err := NewAtomicWithConfig(Config{Capacity: n, FPR: p})
+	if err != nil {
+		panic(err)
+	}
+	return f
+}
+
+// NewAtomicWithConfig is NewWithConfig for an AtomicFilter.
+func NewAtomicWithConfig(c Config) (*AtomicFilter, error) {
+	f, err := NewWithConfig(c)
+	if err != nil {
+		return nil, err
+	}
+	return &AtomicFilter{f.layout}, nil
+}
+
+// Add inserts key.
+func (f *AtomicFilter) Add(key []byte) { f.addHash(xxh3.HashSeed(key, f.seed)) }
+
+// AddString inserts key, without converting it to a byte slice.
+func (f *AtomicFilter) AddString(key string) { f.addHash(xxh3.HashStringSeed(key, f.seed)) }
+
+// Test reports whether key may be in the filter.
+func (f *AtomicFilter) Test(key []byte) bool { return f.testHash(xxh3.HashSeed(key, f.seed)) }
+
+// TestString is Test for a string key.
+func (f *AtomicFilter) TestString(key string) bool {
+	return f.testHash(xxh3.HashStringSeed(key, f.seed))
+}
+
+// TestAndAdd adds key and reports whether it may have been present before.
+// When several goroutines add the same new key at once, at least one of them
+// gets false: of the atomic ORs that set the key's first missing bit, exactly
+// one sees it clear.
+func (f *AtomicFilter) TestAndAdd(key []byte) bool {
+	return f.testAndAddHash(xxh3.HashSeed(key, f.seed))
+}
+
+// TestAndAddString is TestAndAdd for a string key.
+func (f *AtomicFilter) TestAndAddString(key string) bool {
+	return f.testAndAddHash(xxh3.HashStringSeed(key, f.seed))
+}
+
+func (f *AtomicFilter) addHash(h uint64) {
+	i, mask := f.locate(h)
+	b := &f.blocks[i]
+	for w := range b {
+		// Load first, write only what is missing: one atomic OR at most per
+		// word, none at all for a key already present.
+		if m := mask[w]; atomic.LoadUint64(&b[w])&m != m {
+			atomic.OrUint64(&b[w], m)
+		}
+	}
+}
+
+func (f *AtomicFilter) testHash(h uint64) bool {
+	i, mask := f.locate(h)
+	b := &f.blocks[i]
+	var missing uint64
+	for w := range b {
+		missing |= mask[w] &^ atomic.LoadUint64(&b[w])
+	}
+	return missing == 0
+}
+
+func (f *AtomicFilter) testAndAddHash(h uint64) bool {
+	i, mask := f.locate(h)
+	b := &f.blocks[i]
+	present := true
+	for w := range b {
+		if m := mask[w]; atomic.LoadUint64(&b[w])&m != m {
+			// Decide on the value the OR replaced, not on the load: of two
+			// goroutines racing on this word only one can see the bits clear.
+			if old := atomic.OrUint64(&b[w], m); old&m != m {
+				present = false
+			}
+		}
+	}
+	return present
+}
+
+// Union adds every key of other to f, word by word with atomic ORs, so it
+// may run while other goroutines use f. The filters must have the same
+// geometry and seed.
+func (f *AtomicFilter) Union(other *AtomicFilter) error {
+	if !f.compatible(&other.layout) {
+		return incompatible(&f.layout, &other.layout)
+	}
+	for i := range f.blocks {
+		for w := range blockWords {
+			if m := atomic.LoadUint64(&other.blocks[i][w]); m != 0 {
+				atomic.OrUint64(&f.blocks[i][w], m)
+			}
+		}
+	}
+	return nil
+}
+
+// Intersect keeps in f only the bits also set in other, word by word with
+// atomic ANDs. A key added to f concurrently may lose bits and so be
+// forgotten: do not Add during Intersect.
+func (f *AtomicFilter) Intersect(other *AtomicFilter) error {
+	if !f.compatible(&other.layout) {
+		return incompatible(&f.layout, &other.layout)
+	}
+	for i := range f.blocks {
+		for w := range blockWords {
+			atomic.AndUint64(&f.blocks[i][w], atomic.LoadUint64(&other.blocks[i][w]))
+		}
+	}
+	return nil
+}
+
+// Clone returns an independent copy of f. Keys added during the copy may or
+// may not be in it.
+func (f *AtomicFilter) Clone() *AtomicFilter { return &AtomicFilter{f.clone()} }
+
+// Reset clears every bit, word by word with atomic stores. Keys added during
+// a Reset may or may not survive it.
+func (f *AtomicFilter) Reset() {
+	for i := range f.blocks {
+		for w := range blockWords {
+			atomic.StoreUint64(&f.blocks[i][w], 0)
+		}
+	}
+}
+
+// Equal reports whether f and other have the same geometry, seed and bits.
+func (f *AtomicFilter) Equal(other *AtomicFilter) bool { return f.equalBits(&other.layout) }
+
+// ToFilter returns a Filter holding a copy of f's bits, for single-goroutine
+// use or for comparing against one. Keys added during the copy may or may
+// not be in it.
+func (f *AtomicFilter) ToFilter() *Filter { return &Filter{f.clone()} }

@@ -1,0 +1,52 @@
+// Package ohbloom provides one-hash, cache-line-blocked Bloom filters: sets
+// that answer "is this key in?" with "certainly not" or "probably", in about
+// ten bits per key for a 1% false positive rate.
+//
+// # Design
+//
+// A filter is an array of 512-bit blocks, each aligned to a 64-byte cache
+// line. A key is hashed once, with XXH3 and the filter's seed. The high bits
+// of the hash pick the block by a multiply (fastrange), so the block count
+// need not be a power of two; the low 32 bits, taken modulo k pairwise-coprime
+// partition sizes that split the block, pick one bit in each partition (Lu et
+// al., "One-Hashing Bloom Filter"). Because the sizes are coprime, the k
+// residues of one hash are independent, as k hashes would be. Every Add and
+// every Test therefore costs one hash and touches one cache line, where a
+// classic filter computes k positions spread over the whole array and misses
+// the cache k times once the array outgrows it.
+//
+// Blocking has a price: keys do not spread evenly over blocks, and a crowded
+// block answers more false positives, so a blocked filter needs more bits
+// than the textbook m = −n·ln p / ln²2 (9.59 bits per key at 1%). Sized by
+// that formula it delivers about 1.22% instead of 1%. New therefore sizes
+// from the exact rate of a blocked one-hash filter (see Size and
+// ExpectedFPR) and keeps its promise: at n keys the rate is at most p.
+//
+// # Memory against false positive rate
+//
+// Filters of 10^6 keys built by New, measured on 10^7 absent random keys
+// (go run gen_fprtable.go):
+//
+//	target p   k  bits/key  expected FPR  measured FPR
+//	0.1        3     4.897     0.09758       0.09754
+//	0.01       6    10.035    0.009716      0.009709
+//	0.001      9    15.775   0.0009666     0.0009660
+//	0.0001    11    22.573   9.611e-05     9.669e-05
+//	1e-05     13    31.078   9.526e-06     9.600e-06
+//
+// # Concurrency
+//
+// Filter is the fastest on one goroutine and is not safe for concurrent use.
+// AtomicFilter has the same bits and the same answers and is safe for
+// concurrent use without locks: it sets words with atomic ORs, and only when
+// a bit is missing. ToAtomic and ToFilter convert between them, so a filter
+// can be bulk-built on one goroutine and then published.
+//
+// # Persistence
+//
+// Filters encode to a documented, checksummed, versioned format
+// (Filter.WriteTo) whose header records the hash, the seed and the
+// geometry. The default seed is fixed (DefaultSeed) so that filters built by
+// different processes agree and can be merged; Config.RandomSeed gives a
+// filter a secret seed where keys come from untrusted users.
+package ohbloom

@@ -1,0 +1,204 @@
+package ohbloom
+
+import (
+	"errors"
+	"fmt"
+	"math"
+
+	"github.com/zeebo/xxh3"
+)
+
+// Filter is a one-hash, cache-line-blocked Bloom filter. It is not safe for
+// concurrent use: while one goroutine calls Add, no other may call any
+// method. For concurrent use take an AtomicFilter, which has the same bits
+// and converts to and from a Filter.
+//
+// The zero Filter is not usable; build one with New or NewWithConfig.
+type Filter struct {
+	layout
+}
+
+// New returns a Filter sized to hold n distinct keys with a false positive
+// rate of at most p, using the fixed DefaultSeed. It panics if n is 0, if p is
+// not in (0, 1), or if the filter would exceed MaxBlocks; NewWithConfig
+// returns those as errors instead.
+func New(n uint64, p float64) *Filter {
+	f, err := NewWithConfig(Config{Capacity: n, FPR: p})
+	if err != nil {
+		panic(err)
+	}
+	return f
+}
+
+// NewWithConfig returns a Filter built as c describes, or an error wrapping
+// ErrInvalidConfig or ErrTooLarge. Nothing is clamped: a value out of range is
+// an error.
+func NewWithConfig(c Config) (*Filter, error) {
+	l, err := c.plan()
+	if err != nil {
+		return nil, err
+	}
+	l.blocks = alignedBlocks(l.nblocks)
+	return &Filter{l}, nil
+}
+
+// Add inserts key.
+func (f *Filter) Add(key []byte) { f.addHash(xxh3.HashSeed(key, f.seed)) }
+
+// AddString inserts key, without converting it to a byte slice.
+func (f *Filter) AddString(key string) { f.addHash(xxh3.HashStringSeed(key, f.seed)) }
+
+// Test reports whether key may be in the filter: false means it was
+// certainly never added, true that it was added or is a false positive.
+func (f *Filter) Test(key []byte) bool { return f.testHash(xxh3.HashSeed(key, f.seed)) }
+
+// TestString is Test for a string key.
+func (f *Filter) TestString(key string) bool {
+	return f.testHash(xxh3.HashStringSeed(key, f.seed))
+}
+
+// TestAndAdd adds key and reports whether it may have been present before.
+func (f *Filter) TestAndAdd(key []byte) bool {
+	return f.testAndAddHash(xxh3.HashSeed(key, f.seed))
+}
+
+// TestAndAddString is TestAndAdd for a string key.
+func (f *Filter) TestAndAddString(key string) bool {
+	return f.testAndAddHash(xxh3.HashStringSeed(key, f.seed))
+}
+
+func (f *Filter) addHash(h uint64) {
+	i, mask := f.locate(h)
+	b := &f.blocks[i]
+	for w := range b {
+		b[w] |= mask[w]
+	}
+}
+
+func (f *Filter) testHash(h uint64) bool {
+	i, mask := f.locate(h)
+	b := &f.blocks[i]
+	// Gather the missing bits of all eight words and branch once: which
+	// bits a key misses is random, so a branch per word would mispredict.
+	var missing uint64
+	for w := range b {
+		missing |= mask[w] &^ b[w]
+	}
+	return missing == 0
+}
+
+func (f *Filter) testAndAddHash(h uint64) bool {
+	i, mask := f.locate(h)
+	b := &f.blocks[i]
+	var missing uint64
+	for w := range b {
+		missing |= mask[w] &^ b[w]
+		b[w] |= mask[w]
+	}
+	return missing == 0
+}
+
+// Cap returns the number of bits in the filter, a multiple of 512.
+func (l *layout) Cap() uint64 { return l.nblocks * blockBits }
+
+// K returns the number of bits each key sets: one per partition of a block.
+func (l *layout) K() int { return l.k }
+
+// Blocks returns the number of 64-byte blocks.
+func (l *layout) Blocks() uint64 { return l.nblocks }
+
+// Seed returns the hash seed.
+func (l *layout) Seed() uint64 { return l.seed }
+
+// Capacity returns the number of keys the filter was sized for, or 0 when it
+// was built from an explicit geometry.
+func (l *layout) Capacity() uint64 { return l.capacity }
+
+// TargetFPR returns the false positive rate the filter was sized for, or 0
+// when it was built from an explicit geometry.
+func (l *layout) TargetFPR() float64 { return l.targetFPR }
+
+// FillRatio returns the fraction of bits that are set.
+func (l *layout) FillRatio() float64 {
+	if l.nblocks == 0 {
+		return 0
+	}
+	return float64(l.popcount()) / float64(l.Cap())
+}
+
+// EstimatedCount estimates the number of distinct keys added, from the number
+// of set bits (not from a count of calls, so re-adding a key does not move
+// it, and a union counts each key once). It returns math.MaxUint64 when
+// every bit is set.
+func (l *layout) EstimatedCount() uint64 { return estimateCount(l.popcount(), l.nblocks, l.k) }
+
+// EstimatedFPR returns the probability that a key never added tests positive
+// now. It is computed exactly from the bits: a key picks a block uniformly
+// and a bit in each of its partitions, so the rate is the average over
+// blocks of the product of the partitions' fill ratios. It reads every
+// block.
+func (l *layout) EstimatedFPR() float64 { return l.exactFPR() }
+
+// SizeBytes returns the memory the filter's bits occupy.
+func (l *layout) SizeBytes() uint64 { return l.nblocks * blockBytes }
+
+// ErrIncompatible is returned when two filters cannot be combined because
+// their block counts, partition counts or seeds differ.
+var ErrIncompatible = errors.New("ohbloom: incompatible filters")
+
+func incompatible(a, b *layout) error {
+	return fmt.Errorf("%w: %d blocks k=%d seed=%#x vs %d blocks k=%d seed=%#x",
+		ErrIncompatible, a.nblocks, a.k, a.seed, b.nblocks, b.k, b.seed)
+}
+
+// Union adds every key of other to f: f then answers true for any key either
+// answered true for. The filters must have the same geometry and seed.
+func (f *Filter) Union(other *Filter) error {
+	if !f.compatible(&other.layout) {
+		return incompatible(&f.layout, &other.layout)
+	}
+	for i := range f.blocks {
+		for w := range blockWords {
+			f.blocks[i][w] |= other.blocks[i][w]
+		}
+	}
+	return nil
+}
+
+// Intersect keeps in f only the bits also set in other. Every key added to
+// both still tests positive; keys added to one only may or may not. The
+// filters must have the same geometry and seed.
+func (f *Filter) Intersect(other *Filter) error {
+	if !f.compatible(&other.layout) {
+		return incompatible(&f.layout, &other.layout)
+	}
+	for i := range f.blocks {
+		for w := range blockWords {
+			f.blocks[i][w] &= other.blocks[i][w]
+		}
+	}
+	return nil
+}
+
+// Clone returns an independent copy of f.
+func (f *Filter) Clone() *Filter { return &Filter{f.clone()} }
+
+// Reset clears every bit, keeping the geometry and the seed.
+func (f *Filter) Reset() { clear(f.blocks) }
+
+// Equal reports whether f and other have the same geometry, seed and bits,
+// and so answer every Test alike. What they were sized for is not compared.
+func (f *Filter) Equal(other *Filter) bool { return f.equalBits(&other.layout) }
+
+// ToAtomic returns an AtomicFilter holding a copy of f's bits. It costs one
+// pass over f and as much memory again; build a Filter on one goroutine,
+// then publish it with ToAtomic for concurrent use.
+func (f *Filter) ToAtomic() *AtomicFilter { return &AtomicFilter{f.clone()} }
+
+// bitsPerKey is the memory cost of the filter at its capacity.
+func (l *layout) bitsPerKey() float64 {
+	if l.capacity == 0 {
+		return math.NaN()
+	}
+	return float64(l.Cap()) / float64(l.capacity)
+}

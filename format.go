@@ -1,0 +1,355 @@
+package ohbloom
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"sync/atomic"
+
+	"github.com/zeebo/xxh3"
+)
+
+// Format versions. A decoder accepts exactly the versions listed here.
+const (
+	// FormatV1 is the first format: header, 64-byte-aligned blocks,
+	// trailing checksum, as described on Filter.WriteTo.
+	FormatV1 = 1
+)
+
+// Filter kinds, recorded in the header so that one framing serves every
+// filter of the family and a file is never read as the wrong kind.
+const (
+	kindBlocked = 1 // Filter and AtomicFilter: 1 bit per partition
+)
+
+// Hash algorithms, recorded in the header.
+const (
+	hashXXH3 = 1 // XXH3_64bits with the header's seed (github.com/zeebo/xxh3.HashSeed)
+)
+
+const (
+	magic       = "OHBLOOM\x00"
+	headerSize  = 128 // a multiple of 64, so the blocks start cache-aligned in a mapped file
+	trailerSize = 8
+
+	// ioChunk is how many bytes of blocks WriteTo and ReadFrom move at a
+	// time: large enough that per-call costs vanish, small enough to stay
+	// in L2.
+	ioChunk = 64 << 10
+
+	// firstAlloc caps what ReadFrom allocates before data arrives: it grows
+	// the filter's storage as the stream proves it is that long.
+	firstAlloc = 1 << 20
+)
+
+// Errors returned when decoding. Each decoding error wraps one of them, and
+// says what exactly was wrong.
+var (
+	ErrNotFilter        = errors.New("ohbloom: not an ohbloom filter (bad magic)")
+	ErrVersion          = errors.New("ohbloom: unsupported format version")
+	ErrUnknownKind      = errors.New("ohbloom: unknown filter kind")
+	ErrUnknownHash      = errors.New("ohbloom: unknown hash algorithm")
+	ErrUnknownPartition = errors.New("ohbloom: unknown partition table")
+	ErrChecksum         = errors.New("ohbloom: checksum mismatch")
+	ErrTruncated        = errors.New("ohbloom: truncated input")
+	ErrCorrupt          = errors.New("ohbloom: corrupt input")
+)
+
+// header is the decoded fixed-size start of an encoded filter.
+type header struct {
+	kind      uint8
+	hash      uint8
+	k         int
+	seed      uint64
+	nblocks   uint64
+	capacity  uint64
+	targetFPR float64
+}
+
+func (l *layout) header() header {
+	return header{kind: kindBlocked, hash: hashXXH3, k: l.k, seed: l.seed,
+		nblocks: l.nblocks, capacity: l.capacity, targetFPR: l.targetFPR}
+}
+
+func encodedSize(nblocks uint64) uint64 { return headerSize + nblocks*blockBytes + trailerSize }
+
+func (h header) encode() (b [headerSize]byte) {
+	le := binary.LittleEndian
+	copy(b[0:8], magic)
+	le.PutUint16(b[8:], FormatV1)
+	b[10] = h.kind
+	b[11] = h.hash
+	b[12] = uint8(h.k)
+	le.PutUint64(b[16:], h.seed)
+	le.PutUint64(b[24:], h.nblocks)
+	le.PutUint64(b[32:], h.capacity)
+	le.PutUint64(b[40:], math.Float64bits(h.targetFPR))
+	for i, s := range partitionSizes[h.k] {
+		le.PutUint16(b[48+2*i:], s)
+	}
+	le.PutUint64(b[120:], xxh3.Hash(b[:120]))
+	return b
+}
+
+func decodeHeader(b []byte) (header, error) {
+	var h header
+	le := binary.LittleEndian
+	if n := min(len(b), len(magic)); string(b[:n]) != magic[:n] {
+		return h, fmt.Errorf("%w: starts with %q", ErrNotFilter, b[:n])
+	}
+	if len(b) < headerSize {
+		return h, fmt.Errorf("%w: %d bytes, a header takes %d", ErrTruncated, len(b), headerSize)
+	}
+	if v := le.Uint16(b[8:]); v != FormatV1 {
+		return h, fmt.Errorf("%w: version %d, this build reads %d", ErrVersion, v, FormatV1)
+	}
+	// Checked before any field is trusted: a corrupt header must not make
+	// the decoder allocate or loop on what it claims.
+	if got, want := xxh3.Hash(b[:120]), le.Uint64(b[120:]); got != want {
+		return h, fmt.Errorf("%w: header hashes to %#x, recorded %#x", ErrChecksum, got, want)
+	}
+	h.kind, h.hash, h.k = b[10], b[11], int(b[12])
+	if h.kind != kindBlocked {
+		return h, fmt.Errorf("%w: %d", ErrUnknownKind, h.kind)
+	}
+	if h.hash != hashXXH3 {
+		return h, fmt.Errorf("%w: %d", ErrUnknownHash, h.hash)
+	}
+	h.seed = le.Uint64(b[16:])
+	h.nblocks = le.Uint64(b[24:])
+	h.capacity = le.Uint64(b[32:])
+	h.targetFPR = math.Float64frombits(le.Uint64(b[40:]))
+	if h.k < minK || h.k > maxK {
+		return h, fmt.Errorf("%w: k = %d", ErrUnknownPartition, h.k)
+	}
+	for i := range maxK {
+		var want uint16
+		if i < h.k {
+			want = partitionSizes[h.k][i]
+		}
+		if got := le.Uint16(b[48+2*i:]); got != want {
+			return h, fmt.Errorf("%w: k = %d, partition %d has size %d, want %d", ErrUnknownPartition, h.k, i, got, want)
+		}
+	}
+	for i, c := range b[13:16] {
+		if c != 0 {
+			return h, fmt.Errorf("%w: reserved byte %d is %#x", ErrCorrupt, 13+i, c)
+		}
+	}
+	for i, c := range b[80:120] {
+		if c != 0 {
+			return h, fmt.Errorf("%w: reserved byte %d is %#x", ErrCorrupt, 80+i, c)
+		}
+	}
+	if h.nblocks == 0 {
+		return h, fmt.Errorf("%w: 0 blocks", ErrCorrupt)
+	}
+	if err := checkBlocks(h.nblocks); err != nil {
+		return h, fmt.Errorf("%w: %w", ErrCorrupt, err)
+	}
+	return h, nil
+}
+
+func (h header) layout() layout {
+	l := layout{seed: h.seed, capacity: h.capacity, targetFPR: h.targetFPR}
+	l.setGeometry(h.nblocks, h.k)
+	return l
+}
+
+// WriteTo writes the filter to w in the format below and returns the number
+// of bytes written. It streams: the only buffer is a 64 KiB chunk.
+//
+// Format version 1 (FormatV1). All integers are little-endian.
+//
+//	offset  size  field
+//	     0     8  magic "OHBLOOM\x00"
+//	     8     2  format version, 1
+//	    10     1  filter kind: 1 = blocked one-hash Bloom filter
+//	    11     1  hash: 1 = XXH3_64bits, seeded
+//	    12     1  k, the number of partitions per block (2..16)
+//	    13     3  reserved, zero
+//	    16     8  hash seed
+//	    24     8  block count B (1..2^32)
+//	    32     8  capacity the filter was sized for (0: explicit geometry)
+//	    40     8  target false positive rate, IEEE 754 binary64 (0: explicit)
+//	    48    32  the k partition sizes, uint16 each, then zeros up to 16
+//	    80    40  reserved, zero
+//	   120     8  XXH3_64bits (seed 0) of bytes 0..119
+//	   128  64·B  the blocks: block b holds bits 512b..512b+511 as 8 uint64
+//	              words, bit j of the block being bit j%64 of word j/64
+//	128+64·B   8  XXH3_64bits (seed 0) of every byte before it
+//
+// The header is 128 bytes so that the blocks start 64-byte aligned, and a
+// later reader can map a file and probe it in place. A key with hash h =
+// XXH3_64bits(key, seed) lives in block hi64(h·B) and sets, for each
+// partition i, bit offset_i + (h mod 2^32) mod size_i, where offset_i is the
+// sum of the sizes before it.
+func (f *Filter) WriteTo(w io.Writer) (int64, error) { return f.writeTo(w) }
+
+// WriteTo writes the filter as Filter.WriteTo does. Keys added during the
+// write may or may not be in the output, which is consistent with its
+// checksum either way.
+func (f *AtomicFilter) WriteTo(w io.Writer) (int64, error) { return f.writeTo(w) }
+
+func (l *layout) writeTo(w io.Writer) (int64, error) {
+	var written int64
+	put := func(b []byte) error {
+		n, err := w.Write(b)
+		written += int64(n)
+		return err
+	}
+	sum := xxh3.New()
+	hdr := l.header().encode()
+	sum.Write(hdr[:])
+	if err := put(hdr[:]); err != nil {
+		return written, err
+	}
+	buf := make([]byte, ioChunk)
+	for i := 0; i < len(l.blocks); {
+		chunk := l.blocks[i:min(len(l.blocks), i+ioChunk/blockBytes)]
+		out := encodeBlocks(buf, chunk)
+		sum.Write(out)
+		if err := put(out); err != nil {
+			return written, err
+		}
+		i += len(chunk)
+	}
+	var tail [trailerSize]byte
+	binary.LittleEndian.PutUint64(tail[:], sum.Sum64())
+	return written, put(tail[:])
+}
+
+// encodeBlocks writes blocks to dst in the file's byte order and returns the
+// bytes written. Words are loaded atomically so that it may run during Adds.
+func encodeBlocks(dst []byte, blocks []block) []byte {
+	dst = dst[:len(blocks)*blockBytes]
+	for i := range blocks {
+		for w := range blockWords {
+			binary.LittleEndian.PutUint64(dst[i*blockBytes+w*8:], atomic.LoadUint64(&blocks[i][w]))
+		}
+	}
+	return dst
+}
+
+func decodeBlocks(dst []block, src []byte) {
+	for i := range dst {
+		for w := range blockWords {
+			dst[i][w] = binary.LittleEndian.Uint64(src[i*blockBytes+w*8:])
+		}
+	}
+}
+
+// MarshalBinary returns the filter in the format of Filter.WriteTo.
+func (f *Filter) MarshalBinary() ([]byte, error) { return f.marshal(), nil }
+
+// MarshalBinary returns the filter in the format of Filter.WriteTo.
+func (f *AtomicFilter) MarshalBinary() ([]byte, error) { return f.marshal(), nil }
+
+func (l *layout) marshal() []byte {
+	out := make([]byte, 0, encodedSize(l.nblocks))
+	hdr := l.header().encode()
+	out = append(out, hdr[:]...)
+	out = out[:headerSize+len(l.blocks)*blockBytes]
+	encodeBlocks(out[headerSize:], l.blocks)
+	return binary.LittleEndian.AppendUint64(out, xxh3.Hash(out))
+}
+
+// UnmarshalBinary replaces f with the filter encoded in data, which must be
+// exactly one encoded filter. On error f is unchanged.
+func (f *Filter) UnmarshalBinary(data []byte) error { return f.unmarshal(data) }
+
+// UnmarshalBinary replaces f with the filter encoded in data. It must not
+// run concurrently with any other method. On error f is unchanged.
+func (f *AtomicFilter) UnmarshalBinary(data []byte) error { return f.unmarshal(data) }
+
+func (l *layout) unmarshal(data []byte) error {
+	h, err := decodeHeader(data)
+	if err != nil {
+		return err
+	}
+	// The length is checked against the header before anything is
+	// allocated, so a short input cannot make us allocate what it claims.
+	want := encodedSize(h.nblocks)
+	if uint64(len(data)) < want {
+		return fmt.Errorf("%w: %d bytes, the header announces %d", ErrTruncated, len(data), want)
+	}
+	if uint64(len(data)) > want {
+		return fmt.Errorf("%w: %d bytes, the header announces %d", ErrCorrupt, len(data), want)
+	}
+	body := data[:want-trailerSize]
+	if got, rec := xxh3.Hash(body), binary.LittleEndian.Uint64(data[want-trailerSize:]); got != rec {
+		return fmt.Errorf("%w: data hashes to %#x, recorded %#x", ErrChecksum, got, rec)
+	}
+	nl := h.layout()
+	nl.blocks = alignedBlocks(nl.nblocks)
+	decodeBlocks(nl.blocks, body[headerSize:])
+	*l = nl
+	return nil
+}
+
+// ReadFrom replaces f with a filter read from r in the format of
+// Filter.WriteTo, reading exactly the bytes of one filter, and returns how
+// many it read. Its memory grows with the data that actually arrives, so a
+// header that claims a huge filter costs nothing until the stream backs the
+// claim. On error f is unchanged.
+func (f *Filter) ReadFrom(r io.Reader) (int64, error) { return f.readFrom(r) }
+
+// ReadFrom is Filter.ReadFrom. It must not run concurrently with any other
+// method.
+func (f *AtomicFilter) ReadFrom(r io.Reader) (int64, error) { return f.readFrom(r) }
+
+func (l *layout) readFrom(r io.Reader) (int64, error) {
+	var read int64
+	fill := func(b []byte) error {
+		n, err := io.ReadFull(r, b)
+		read += int64(n)
+		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+			return fmt.Errorf("%w: stream ended after %d bytes", ErrTruncated, read)
+		}
+		return err
+	}
+	var hdr [headerSize]byte
+	if err := fill(hdr[:]); err != nil && !errors.Is(err, ErrTruncated) {
+		return read, err
+	}
+	// A short header is reported as decodeHeader sees it: foreign bytes as
+	// ErrNotFilter, a cut-off filter as ErrTruncated.
+	h, err := decodeHeader(hdr[:read])
+	if err != nil {
+		return read, err
+	}
+	sum := xxh3.New()
+	sum.Write(hdr[:])
+
+	nl := h.layout()
+	blocks := alignedBlocks(min(h.nblocks, firstAlloc/blockBytes))
+	buf := make([]byte, ioChunk)
+	for done := uint64(0); done < h.nblocks; {
+		if done == uint64(len(blocks)) {
+			// The stream has delivered everything allocated so far: double.
+			grown := alignedBlocks(min(h.nblocks, 2*done))
+			copy(grown, blocks)
+			blocks = grown
+		}
+		n := min(uint64(len(blocks))-done, ioChunk/blockBytes)
+		chunk := buf[:n*blockBytes]
+		if err := fill(chunk); err != nil {
+			return read, err
+		}
+		sum.Write(chunk)
+		decodeBlocks(blocks[done:done+n], chunk)
+		done += n
+	}
+	var tail [trailerSize]byte
+	if err := fill(tail[:]); err != nil {
+		return read, err
+	}
+	if got, rec := sum.Sum64(), binary.LittleEndian.Uint64(tail[:]); got != rec {
+		return read, fmt.Errorf("%w: data hashes to %#x, recorded %#x", ErrChecksum, got, rec)
+	}
+	nl.blocks = blocks
+	*l = nl
+	return read, nil
+}

@@ -1,0 +1,170 @@
+package ohbloom
+
+import (
+	"math/bits"
+	"sync/atomic"
+)
+
+const (
+	blockBits  = 512 // one 64-byte cache line
+	blockBytes = blockBits / 8
+	blockWords = blockBits / 64
+
+	minK = 2  // fewer partitions is a plain one-bit-per-key bitmap
+	maxK = 16 // more only pays below p ≈ 1e-7, where the blocks cost more than they save
+
+	// MaxBlocks is the largest number of blocks a filter may have: 2^32
+	// blocks, 256 GiB. The 64-bit hash is split in two: its high bits pick
+	// the block (fastrange) and its low 32 bits pick the bits inside it. Past
+	// 2^32 blocks the two halves would overlap and keys in one block would
+	// no longer spread over its bits independently.
+	MaxBlocks = 1 << 32
+)
+
+// block is one cache line of the filter: 512 bits as 8 little-endian-ordered
+// words, bit b of the block being bit b%64 of word b/64.
+type block [blockWords]uint64
+
+// partition is one of the k bit ranges a block is split into. A key sets bit
+// offset + x mod size, where x is the low 32 bits of its hash.
+type partition struct {
+	// magic is ⌈2^64/size⌉, Lemire's fast-modulo constant: x mod size is then
+	// two multiplies, with no division on the hot path.
+	magic  uint64
+	size   uint32
+	offset uint32
+}
+
+// fastmod returns x mod size for any 32-bit x, given magic = ⌈2^64/size⌉
+// (Lemire, Kaser and Kurz, "Faster Remainder by Direct Computation", 2019).
+func fastmod(x uint32, magic uint64, size uint32) uint32 {
+	hi, _ := bits.Mul64(magic*uint64(x), uint64(size))
+	return uint32(hi)
+}
+
+// partitionsFor lays out the k partitions of a block, one after the other.
+func partitionsFor(k int) (parts [maxK]partition) {
+	offset := uint32(0)
+	for i, s := range partitionSizes[k] {
+		parts[i] = partition{magic: ^uint64(0)/uint64(s) + 1, size: uint32(s), offset: offset}
+		offset += uint32(s)
+	}
+	return parts
+}
+
+// layout is what both filter types share: the geometry, the seed, the bits,
+// and the one probe function that maps a hash to its block and bits.
+type layout struct {
+	blocks  []block
+	nblocks uint64 // len(blocks), kept as uint64 for the fastrange multiply
+	seed    uint64
+	k       int
+	parts   [maxK]partition
+
+	// What the filter was sized for; kept for Capacity, TargetFPR and the
+	// file header, never used by a probe.
+	capacity  uint64
+	targetFPR float64
+}
+
+// locate maps a hash to its block and the bits it owns there. The block comes
+// from the hash's high bits by fastrange (the high word of h·nblocks), so any
+// block count works and no division is needed; the k bit positions come from
+// the low 32 bits modulo the coprime partition sizes, one per partition.
+func (l *layout) locate(h uint64) (index uint64, mask block) {
+	index, _ = bits.Mul64(h, l.nblocks)
+	x := uint32(h)
+	for _, p := range l.parts[:l.k] {
+		bit := p.offset + fastmod(x, p.magic, p.size)
+		mask[bit/64] |= 1 << (bit % 64)
+	}
+	return index, mask
+}
+
+// compatible reports whether two layouts put every key on the same bits.
+func (l *layout) compatible(o *layout) bool {
+	return l.nblocks == o.nblocks && l.k == o.k && l.seed == o.seed
+}
+
+// The functions below read and write the bits of a whole filter. They load
+// words atomically for both types: on amd64 and arm64 an atomic load is an
+// ordinary load, and it lets AtomicFilter run them while other goroutines add.
+
+// popcount returns the number of set bits.
+func (l *layout) popcount() uint64 {
+	n := 0
+	for i := range l.blocks {
+		b := &l.blocks[i]
+		for w := range b {
+			n += bits.OnesCount64(atomic.LoadUint64(&b[w]))
+		}
+	}
+	return uint64(n)
+}
+
+// rangeCount returns the number of set bits of b in [from, from+size).
+func rangeCount(b *block, from, size uint32) int {
+	n := 0
+	for size > 0 {
+		w, shift := from/64, from%64
+		take := min(64-shift, size)
+		word := atomic.LoadUint64(&b[w]) >> shift
+		if take < 64 {
+			word &= 1<<take - 1
+		}
+		n += bits.OnesCount64(word)
+		from += take
+		size -= take
+	}
+	return n
+}
+
+// exactFPR is the probability that a key not in the filter tests positive,
+// computed from the bits themselves: a random key picks a block uniformly and
+// one bit uniformly in each partition, so the rate is the average over blocks
+// of the product of the partitions' fill ratios.
+func (l *layout) exactFPR() float64 {
+	if l.nblocks == 0 {
+		return 0
+	}
+	sum := 0.0
+	for i := range l.blocks {
+		prod := 1.0
+		for _, p := range l.parts[:l.k] {
+			prod *= float64(rangeCount(&l.blocks[i], p.offset, p.size)) / float64(p.size)
+			if prod == 0 {
+				break
+			}
+		}
+		sum += prod
+	}
+	return sum / float64(l.nblocks)
+}
+
+// equalBits reports whether two filters of the same geometry hold the same
+// bits.
+func (l *layout) equalBits(o *layout) bool {
+	if !l.compatible(o) {
+		return false
+	}
+	for i := range l.blocks {
+		for w := range blockWords {
+			if atomic.LoadUint64(&l.blocks[i][w]) != atomic.LoadUint64(&o.blocks[i][w]) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// clone copies the layout with fresh, aligned storage.
+func (l *layout) clone() layout {
+	c := *l
+	c.blocks = alignedBlocks(l.nblocks)
+	for i := range l.blocks {
+		for w := range blockWords {
+			c.blocks[i][w] = atomic.LoadUint64(&l.blocks[i][w])
+		}
+	}
+	return c
+}

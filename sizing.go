@@ -1,0 +1,262 @@
+package ohbloom
+
+import (
+	"crypto/rand"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+	"sync"
+	"sync/atomic"
+
+	"github.com/ohbloom/ohbloom/internal/fpr"
+)
+
+// DefaultSeed is the hash seed of filters built without Config.Seed or
+// Config.RandomSeed. It is fixed and public, so that filters built anywhere
+// agree bit for bit and can be merged and stored; xxh3 with seed 0 is the
+// plain XXH3_64bits. Anyone who knows it can craft keys that all land in one
+// block; where keys come from untrusted users, set Config.RandomSeed.
+const DefaultSeed uint64 = 0
+
+// sizingMargin is how far below the requested rate New aims the expected
+// rate: 2%. It covers what the exact model leaves to chance (how keys fall
+// into blocks in one particular filter, and the noise of measuring a rate on
+// a finite set of queries) at a cost of about 0.04 bits per key. Small
+// filters get more on top, see plan.
+const sizingMargin = 0.02
+
+// Config describes a filter to build. Either Capacity and FPR are set and the
+// filter is sized from them, or Blocks and K are set to give its geometry
+// directly (Capacity and FPR are then only recorded).
+type Config struct {
+	// Capacity is the number of distinct keys the filter is built to hold.
+	Capacity uint64
+	// FPR is the false positive rate the filter must not exceed once it
+	// holds Capacity keys, in (0, 1).
+	FPR float64
+
+	// Blocks and K, when both are set, fix the geometry: Blocks 64-byte
+	// blocks (1 to MaxBlocks), each split into K partitions (2 to 16).
+	Blocks uint64
+	K      int
+
+	// Seed seeds the hash. Filters can be merged only when their seeds
+	// agree. Zero means DefaultSeed.
+	Seed uint64
+	// RandomSeed draws a seed from crypto/rand, so that nobody who does not
+	// see the filter can choose keys that collide in it. Seed must then be 0.
+	RandomSeed bool
+
+	_ struct{} // forces keyed fields, so that the Config can grow
+}
+
+// ErrInvalidConfig is wrapped by every error about a Config's values.
+var ErrInvalidConfig = errors.New("ohbloom: invalid config")
+
+// ErrTooLarge is returned when a filter would need more than MaxBlocks blocks
+// or more memory than the platform can address.
+var ErrTooLarge = errors.New("ohbloom: filter too large")
+
+// plan turns a Config into a layout with no storage yet.
+func (c Config) plan() (layout, error) {
+	var l layout
+	if c.RandomSeed && c.Seed != 0 {
+		return l, fmt.Errorf("%w: Seed and RandomSeed are both set", ErrInvalidConfig)
+	}
+	l.seed = c.Seed
+	if c.RandomSeed {
+		var b [8]byte
+		rand.Read(b[:]) // never fails: it crashes the program first (Go 1.24+)
+		l.seed = binary.LittleEndian.Uint64(b[:])
+	}
+	l.capacity, l.targetFPR = c.Capacity, c.FPR
+
+	if c.Blocks != 0 || c.K != 0 {
+		if c.K < minK || c.K > maxK {
+			return l, fmt.Errorf("%w: K = %d, want %d to %d", ErrInvalidConfig, c.K, minK, maxK)
+		}
+		if c.Blocks == 0 {
+			return l, fmt.Errorf("%w: K is set but Blocks is 0", ErrInvalidConfig)
+		}
+		if err := checkBlocks(c.Blocks); err != nil {
+			return l, err
+		}
+		l.setGeometry(c.Blocks, c.K)
+		return l, nil
+	}
+
+	if c.Capacity == 0 {
+		return l, fmt.Errorf("%w: Capacity is 0", ErrInvalidConfig)
+	}
+	if !(c.FPR > 0 && c.FPR < 1) { // also catches NaN
+		return l, fmt.Errorf("%w: FPR = %v, want 0 < FPR < 1", ErrInvalidConfig, c.FPR)
+	}
+	nblocks, k, err := Size(c.Capacity, c.FPR)
+	if err != nil {
+		return l, err
+	}
+	l.setGeometry(nblocks, k)
+	return l, nil
+}
+
+func (l *layout) setGeometry(nblocks uint64, k int) {
+	l.nblocks, l.k, l.parts = nblocks, k, partitionsFor(k)
+}
+
+func checkBlocks(n uint64) error {
+	if n > MaxBlocks || n > uint64(math.MaxInt/blockBytes)-1 {
+		return fmt.Errorf("%w: %d blocks (%d bytes), at most %d blocks here",
+			ErrTooLarge, n, n*blockBytes, min(MaxBlocks, uint64(math.MaxInt/blockBytes)-1))
+	}
+	return nil
+}
+
+// Size returns the geometry New uses for n keys at false positive rate p: the
+// number of 64-byte blocks and the number of partitions k. Of all k from 2 to
+// 16 it takes the one that meets p with the fewest blocks, by the exact rate
+// of a blocked one-hash filter (see package fpr):
+//
+//	FPR(λ) = Σ_j Poisson(j; λ) · Π_i (1 − (1 − 1/size_i)^j),  λ = n / blocks
+//
+// aiming 2% below p, and further below it for small filters, whose realized
+// rate strays further from the expected one: it adds blocks until the
+// expected rate plus two standard deviations of the realized one is within
+// the aim.
+func Size(n uint64, p float64) (blocks uint64, k int, err error) {
+	if n == 0 {
+		return 0, 0, fmt.Errorf("%w: n is 0", ErrInvalidConfig)
+	}
+	if !(p > 0 && p < 1) {
+		return 0, 0, fmt.Errorf("%w: p = %v, want 0 < p < 1", ErrInvalidConfig, p)
+	}
+	aim := p * (1 - sizingMargin)
+	k, load := bestLoad(aim)
+	if load == 0 {
+		return 0, 0, fmt.Errorf("%w: p = %v is below what %d-bit blocks can reach", ErrTooLarge, p, blockBits)
+	}
+	nf := float64(n)
+	bf := math.Ceil(nf / load)
+	if bf > MaxBlocks {
+		return 0, 0, fmt.Errorf("%w: %d keys at p = %v need %.0f blocks, at most %d", ErrTooLarge, n, p, bf, uint64(MaxBlocks))
+	}
+	// Safe at bf blocks: the expected rate plus two standard deviations of
+	// one filter's realized rate is within the aim. Both fall as blocks are
+	// added, so the fewest safe blocks can be bisected for.
+	sizes := intSizes(k)
+	safe := func(bf float64) bool {
+		mean, variance := fpr.Moments(sizes, nf/bf)
+		return mean+2*math.Sqrt(variance/bf) <= aim
+	}
+	if !safe(bf) {
+		lo, hi := bf, 2*bf
+		for !safe(hi) {
+			lo, hi = hi, 2*hi
+		}
+		for hi-lo > 1 {
+			mid := math.Floor((lo + hi) / 2)
+			if safe(mid) {
+				hi = mid
+			} else {
+				lo = mid
+			}
+		}
+		bf = hi
+	}
+	blocks = uint64(bf)
+	if err := checkBlocks(blocks); err != nil {
+		return 0, 0, err
+	}
+	return blocks, k, nil
+}
+
+// loads caches bestLoad by target: it costs a few milliseconds and programs
+// ask for the same few rates again and again.
+var loads sync.Map // float64 -> kLoad
+
+type kLoad struct {
+	k    int
+	load float64
+}
+
+// bestLoad returns the k that allows the most keys per block at rate aim,
+// and that load. Ties go to the smaller k, which probes faster.
+func bestLoad(aim float64) (int, float64) {
+	if v, ok := loads.Load(aim); ok {
+		kl := v.(kLoad)
+		return kl.k, kl.load
+	}
+	best := kLoad{}
+	for k := minK; k <= maxK; k++ {
+		if load := fpr.MaxLoad(intSizes(k), aim); load > best.load {
+			best = kLoad{k, load}
+		}
+	}
+	if n := cachedLoads.Add(1); n <= 1024 { // bound the cache against unbounded distinct rates
+		loads.Store(aim, best)
+	}
+	return best.k, best.load
+}
+
+var cachedLoads atomic.Int64
+
+func intSizes(k int) []int {
+	s := make([]int, k)
+	for i, v := range partitionSizes[k] {
+		s[i] = int(v)
+	}
+	return s
+}
+
+// ExpectedFPR returns the false positive rate a filter of the given geometry
+// is expected to have once it holds n distinct keys, by the exact model
+// Size uses.
+func ExpectedFPR(n, blocks uint64, k int) float64 {
+	if blocks == 0 || k < minK || k > maxK {
+		return math.NaN()
+	}
+	return fpr.Rate(intSizes(k), float64(n)/float64(blocks))
+}
+
+// estimateCount inverts the expected number of set bits: n keys leave bit
+// positions of partition i (nblocks·size_i of them, one hit per key) unset
+// with probability exp(−n/(nblocks·size_i)), so
+//
+//	E[set bits] = Σ_i nblocks·size_i·(1 − exp(−n/(nblocks·size_i)))
+//
+// which grows with n and is solved for the observed count by bisection.
+func estimateCount(set, nblocks uint64, k int) uint64 {
+	if set == 0 {
+		return 0
+	}
+	if set >= nblocks*blockBits {
+		return math.MaxUint64
+	}
+	sizes := partitionSizes[k]
+	b := float64(nblocks)
+	expected := func(n float64) float64 {
+		e := 0.0
+		for _, s := range sizes {
+			m := b * float64(s)
+			e += m * -math.Expm1(-n/m)
+		}
+		return e
+	}
+	target := float64(set)
+	lo, hi := 0.0, 1.0
+	for expected(hi) < target {
+		lo, hi = hi, hi*2
+	}
+	for range 100 {
+		mid := (lo + hi) / 2
+		if expected(mid) < target {
+			lo = mid
+		} else {
+			hi = mid
+		}
+		if hi-lo < 0.5 {
+			break
+		}
+	}
+	return uint64(math.Round((lo + hi) / 2))
+}
