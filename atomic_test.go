@@ -1,0 +1,127 @@
+package ohbloom
+
+import (
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+)
+
+// TestAtomicConcurrent runs writers with disjoint and with overlapping key
+// sets and readers against one AtomicFilter. Every writer checks, in its own
+// goroutine, each key right after adding it, and the readers check keys that
+// writers have published as added. Afterwards the filter must hold exactly
+// the bits of a Filter built from the same keys on one goroutine.
+func TestAtomicConcurrent(t *testing.T) {
+	writers, perWriter := 8, 20000
+	if testing.Short() {
+		writers, perWriter = 4, 3000
+	}
+	n := uint64(writers * perWriter)
+	a := NewAtomic(n, 0.01)
+	// Writer w adds its own keys "w/i", and every writer adds the shared
+	// keys "shared/i" too, racing on the same words.
+	key := func(w, i int) string {
+		if i%4 == 0 {
+			return fmt.Sprintf("shared/%d", i)
+		}
+		return fmt.Sprintf("%d/%d", w, i)
+	}
+	// progress[w] is how many keys writer w has added; readers test below it.
+	progress := make([]atomic.Int64, writers)
+	var failures atomic.Int64
+	var wg sync.WaitGroup
+	done := make(chan struct{})
+	for w := range writers {
+		wg.Go(func() {
+			for i := range perWriter {
+				k := key(w, i)
+				switch i % 3 {
+				case 0:
+					a.AddString(k)
+				case 1:
+					a.Add([]byte(k))
+				default:
+					a.TestAndAddString(k)
+				}
+				if !a.TestString(k) {
+					failures.Add(1)
+				}
+				progress[w].Store(int64(i + 1))
+			}
+		})
+	}
+	var readers sync.WaitGroup
+	for r := range 2 {
+		readers.Go(func() {
+			for round := 0; ; round++ {
+				select {
+				case <-done:
+					return
+				default:
+				}
+				w := (r + round) % writers
+				upTo := int(progress[w].Load())
+				for i := max(0, upTo-200); i < upTo; i++ {
+					if !a.TestString(key(w, i)) {
+						failures.Add(1)
+					}
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(done)
+	readers.Wait()
+	if f := failures.Load(); f > 0 {
+		t.Fatalf("%d keys were not found after their Add returned", f)
+	}
+	ref := New(n, 0.01)
+	for w := range writers {
+		for i := range perWriter {
+			ref.AddString(key(w, i))
+		}
+	}
+	if !a.ToFilter().Equal(ref) {
+		t.Fatal("concurrent AtomicFilter differs from the sequential Filter")
+	}
+}
+
+// TestAtomicTestAndAddRace: goroutines racing to add the same new keys; for
+// every key at least one of them must be told it was new, unless the key was
+// a false positive, its bits all set by other keys (checked against a filter
+// of all the other keys, which holds every bit they could have set).
+func TestAtomicTestAndAddRace(t *testing.T) {
+	const keys = 2000
+	racers := 4
+	a := NewAtomic(keys, 0.01)
+	newCount := make([]atomic.Int32, keys)
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	for range racers {
+		wg.Go(func() {
+			<-start
+			for i := range keys {
+				if !a.TestAndAddString(fmt.Sprint("race/", i)) {
+					newCount[i].Add(1)
+				}
+			}
+		})
+	}
+	close(start)
+	wg.Wait()
+	for i := range keys {
+		if newCount[i].Load() > 0 {
+			continue
+		}
+		others := New(keys, 0.01)
+		for j := range keys {
+			if j != i {
+				others.AddString(fmt.Sprint("race/", j))
+			}
+		}
+		if !others.TestString(fmt.Sprint("race/", i)) {
+			t.Fatalf("key %d: no goroutine was told it was new", i)
+		}
+	}
+}

@@ -1,0 +1,110 @@
+package ohbloom
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// fuzzSeeds is the seed corpus of both decoders: the golden files, a fresh
+// filter, and damaged versions of it.
+func fuzzSeeds(f *testing.F) {
+	files, _ := filepath.Glob(filepath.Join("testdata", "v1", "*.bin"))
+	for _, p := range files {
+		data, err := os.ReadFile(p)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(data)
+	}
+	g := New(50, 0.1)
+	g.AddString("seed")
+	good, _ := g.MarshalBinary()
+	f.Add(good)
+	f.Add(good[:headerSize])
+	f.Add(good[:len(good)-1])
+	f.Add(append(bytes.Clone(good), good...))
+	f.Add([]byte{})
+	f.Add([]byte("OHBLOOM\x00"))
+}
+
+// decodeErrors lists every error a decoder may return for bad bytes.
+var decodeErrors = []error{ErrNotFilter, ErrVersion, ErrUnknownKind, ErrUnknownHash,
+	ErrUnknownPartition, ErrChecksum, ErrTruncated, ErrCorrupt}
+
+func isDecodeError(err error) bool {
+	for _, e := range decodeErrors {
+		if errors.Is(err, e) {
+			return true
+		}
+	}
+	return false
+}
+
+// FuzzUnmarshalBinary: never a panic; an error is one of the sentinels and
+// leaves the filter as it was; a success re-encodes to the same bytes.
+func FuzzUnmarshalBinary(f *testing.F) {
+	fuzzSeeds(f)
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var d Filter
+		err := d.UnmarshalBinary(data)
+		if err != nil {
+			if !isDecodeError(err) {
+				t.Fatalf("error wraps no sentinel: %v", err)
+			}
+			if d.blocks != nil {
+				t.Fatal("filter changed on error")
+			}
+			return
+		}
+		again, _ := d.MarshalBinary()
+		if !bytes.Equal(again, data) {
+			t.Fatal("decoded filter re-encodes differently")
+		}
+	})
+}
+
+// countingReader counts the bytes a decoder consumed.
+type countingReader struct {
+	r *bytes.Reader
+	n int
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += n
+	return n, err
+}
+
+// FuzzReadFrom: never a panic; errors are sentinels; a success consumed
+// exactly the filter's encoding (so its memory is backed by input), reports
+// that count, and agrees with UnmarshalBinary on the same bytes.
+func FuzzReadFrom(f *testing.F) {
+	fuzzSeeds(f)
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var d AtomicFilter
+		cr := &countingReader{r: bytes.NewReader(data)}
+		n, err := d.ReadFrom(cr)
+		if n != int64(cr.n) {
+			t.Fatalf("ReadFrom reports %d bytes, consumed %d", n, cr.n)
+		}
+		if err != nil {
+			if !isDecodeError(err) {
+				t.Fatalf("error wraps no sentinel: %v", err)
+			}
+			if d.blocks != nil {
+				t.Fatal("filter changed on error")
+			}
+			return
+		}
+		if uint64(n) != encodedSize(d.nblocks) {
+			t.Fatalf("read %d bytes for %d blocks", n, d.nblocks)
+		}
+		var u Filter
+		if err := u.UnmarshalBinary(data[:n]); err != nil || !u.Equal(d.ToFilter()) {
+			t.Fatalf("UnmarshalBinary disagrees: %v", err)
+		}
+	})
+}

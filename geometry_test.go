@@ -1,0 +1,102 @@
+package ohbloom
+
+import (
+	"encoding/binary"
+	"math/rand/v2"
+	"slices"
+	"testing"
+
+	"github.com/zeebo/xxh3"
+)
+
+func gcd(a, b int) int {
+	for b != 0 {
+		a, b = b, a%b
+	}
+	return a
+}
+
+// TestPartitionTables checks the properties the design relies on and pins
+// the tables: a change to any size changes which bits every stored filter
+// uses, so it must be deliberate, with a new format version.
+func TestPartitionTables(t *testing.T) {
+	var all []byte
+	for k := minK; k <= maxK; k++ {
+		sizes := partitionSizes[k]
+		if len(sizes) != k {
+			t.Fatalf("k=%d: %d sizes", k, len(sizes))
+		}
+		if !slices.IsSorted(sizes) {
+			t.Errorf("k=%d: sizes not ascending: %v", k, sizes)
+		}
+		sum := 0
+		for i, a := range sizes {
+			sum += int(a)
+			if a < 2 {
+				t.Errorf("k=%d: size %d", k, a)
+			}
+			for _, b := range sizes[i+1:] {
+				if gcd(int(a), int(b)) != 1 {
+					t.Errorf("k=%d: sizes %d and %d share a factor", k, a, b)
+				}
+			}
+			all = binary.LittleEndian.AppendUint16(all, a)
+		}
+		if sum != blockBits {
+			t.Errorf("k=%d: sizes sum to %d, want %d", k, sum, blockBits)
+		}
+		parts := partitionsFor(k)
+		if last := parts[k-1]; last.offset+last.size != blockBits {
+			t.Errorf("k=%d: partitions end at %d", k, last.offset+last.size)
+		}
+	}
+	const pinned = 0xe0f473449a9c953f
+	if got := xxh3.Hash(all); got != pinned {
+		t.Errorf("partition tables changed: fingerprint %#x, pinned %#x", got, uint64(pinned))
+	}
+}
+
+func TestFastmod(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	xs := []uint32{0, 1, 2, 511, 512, 1<<31 - 1, 1 << 31, 1<<32 - 2, 1<<32 - 1}
+	for range 2000 {
+		xs = append(xs, r.Uint32())
+	}
+	for d := uint32(2); d <= blockBits; d++ {
+		magic := ^uint64(0)/uint64(d) + 1
+		for _, x := range xs {
+			if got := fastmod(x, magic, d); got != x%d {
+				t.Fatalf("fastmod(%d, %d) = %d, want %d", x, d, got, x%d)
+			}
+		}
+	}
+}
+
+// TestGoldenLayout pins the hash of a key and the bits it sets: the layout
+// of every stored filter depends on both.
+func TestGoldenLayout(t *testing.T) {
+	key := []byte("did:plc:ewvi7nxzyoun6zhxrhs64oiz|did:plc:z72i7hdynmk6r22z27h6tvur")
+	const pinnedHash = 0x028074a62d224294
+	if h := xxh3.HashSeed(key, DefaultSeed); h != pinnedHash {
+		t.Errorf("xxh3 of the golden key = %#x, pinned %#x", h, uint64(pinnedHash))
+	}
+	f, err := NewWithConfig(Config{Blocks: 1000, K: 6})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Add(key)
+	var setBlocks []int
+	var setBits []int
+	for i := range f.blocks {
+		for bit := range blockBits {
+			if f.blocks[i][bit/64]>>(bit%64)&1 == 1 {
+				setBlocks = append(setBlocks, i)
+				setBits = append(setBits, bit)
+			}
+		}
+	}
+	wantBits := []int{63, 151, 190, 279, 393, 476} // checked by hand: offsets + (h mod 2^32) mod sizes
+	if !slices.Equal(setBits, wantBits) || slices.Min(setBlocks) != 9 || slices.Max(setBlocks) != 9 {
+		t.Errorf("golden key set bits %v in blocks %v, pinned %v in block 9 (hi64(h·1000))", setBits, setBlocks, wantBits)
+	}
+}

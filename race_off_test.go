@@ -1,0 +1,5 @@
+//go:build !race
+
+package ohbloom
+
+const raceEnabled = false
