@@ -18,7 +18,9 @@ func alignedBlocks(n uint64) []block {
 	}
 	words := make([]uint64, (n+1)*blockWords)
 	skip := (blockBytes - uintptr(unsafe.Pointer(&words[0]))%blockBytes) % blockBytes / 8
-	return unsafe.Slice((*block)(unsafe.Pointer(&words[skip])), n)
+	b := unsafe.Slice((*block)(unsafe.Pointer(&words[skip])), n)
+	adviseHuge(b)
+	return b
 }
 
 // blockAddress reports where a block starts in memory, for the alignment test.

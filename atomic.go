@@ -72,41 +72,57 @@ func (f *AtomicFilter) TestAndAddString(key string) bool {
 }
 
 func (f *AtomicFilter) addHash(h uint64) {
-	i, mask := f.locate(h)
-	b := &f.blocks[i]
-	for w := range b {
-		// Load first, write only what is missing: one atomic OR at most per
-		// word, none at all for a key already present.
-		if m := mask[w]; atomic.LoadUint64(&b[w])&m != m {
-			atomic.OrUint64(&b[w], m)
-		}
+	b, x := f.blockOf(h), uint32(h)
+	// Loads first: a key already present writes nothing, so re-adding hot
+	// keys never takes their cache line away from the other cores.
+	if f.atomicTest(b, x) {
+		return
+	}
+	m0, m1, m2, m3, m4, m5, m6, m7 := f.mask(x)
+	orMissing(&b[0], m0)
+	orMissing(&b[1], m1)
+	orMissing(&b[2], m2)
+	orMissing(&b[3], m3)
+	orMissing(&b[4], m4)
+	orMissing(&b[5], m5)
+	orMissing(&b[6], m6)
+	orMissing(&b[7], m7)
+}
+
+// orMissing sets the bits m in *p with at most one atomic OR, and none when
+// they are all set already.
+func orMissing(p *uint64, m uint64) {
+	if atomic.LoadUint64(p)&m != m {
+		atomic.OrUint64(p, m)
 	}
 }
 
-func (f *AtomicFilter) testHash(h uint64) bool {
-	i, mask := f.locate(h)
-	b := &f.blocks[i]
-	var missing uint64
-	for w := range b {
-		missing |= mask[w] &^ atomic.LoadUint64(&b[w])
-	}
-	return missing == 0
+// orReportNew is orMissing that also reports whether this call set a bit
+// that was clear, judged on the value the OR replaced: of two goroutines
+// racing on the word only one can see the bits clear.
+func orReportNew(p *uint64, m uint64) bool {
+	return atomic.LoadUint64(p)&m != m && atomic.OrUint64(p, m)&m != m
 }
+
+func (f *AtomicFilter) testHash(h uint64) bool { return f.atomicTest(f.blockOf(h), uint32(h)) }
 
 func (f *AtomicFilter) testAndAddHash(h uint64) bool {
-	i, mask := f.locate(h)
-	b := &f.blocks[i]
-	present := true
-	for w := range b {
-		if m := mask[w]; atomic.LoadUint64(&b[w])&m != m {
-			// Decide on the value the OR replaced, not on the load: of two
-			// goroutines racing on this word only one can see the bits clear.
-			if old := atomic.OrUint64(&b[w], m); old&m != m {
-				present = false
-			}
-		}
+	b, x := f.blockOf(h), uint32(h)
+	if f.atomicTest(b, x) {
+		return true
 	}
-	return present
+	m0, m1, m2, m3, m4, m5, m6, m7 := f.mask(x)
+	// Every word is ORed (no short circuit): the key must be complete even
+	// when an early word already shows it was new.
+	isNew := orReportNew(&b[0], m0)
+	isNew = orReportNew(&b[1], m1) || isNew
+	isNew = orReportNew(&b[2], m2) || isNew
+	isNew = orReportNew(&b[3], m3) || isNew
+	isNew = orReportNew(&b[4], m4) || isNew
+	isNew = orReportNew(&b[5], m5) || isNew
+	isNew = orReportNew(&b[6], m6) || isNew
+	isNew = orReportNew(&b[7], m7) || isNew
+	return !isNew
 }
 
 // Union adds every key of other to f, word by word with atomic ORs, so it

@@ -67,35 +67,17 @@ func (f *Filter) TestAndAddString(key string) bool {
 	return f.testAndAddHash(xxh3.HashStringSeed(key, f.seed))
 }
 
-func (f *Filter) addHash(h uint64) {
-	i, mask := f.locate(h)
-	b := &f.blocks[i]
-	for w := range b {
-		b[w] |= mask[w]
-	}
-}
+func (f *Filter) addHash(h uint64) { f.add(f.blockOf(h), uint32(h)) }
 
-func (f *Filter) testHash(h uint64) bool {
-	i, mask := f.locate(h)
-	b := &f.blocks[i]
-	// Gather the missing bits of all eight words and branch once: which
-	// bits a key misses is random, so a branch per word would mispredict.
-	var missing uint64
-	for w := range b {
-		missing |= mask[w] &^ b[w]
-	}
-	return missing == 0
-}
+func (f *Filter) testHash(h uint64) bool { return f.test(f.blockOf(h), uint32(h)) }
 
 func (f *Filter) testAndAddHash(h uint64) bool {
-	i, mask := f.locate(h)
-	b := &f.blocks[i]
-	var missing uint64
-	for w := range b {
-		missing |= mask[w] &^ b[w]
-		b[w] |= mask[w]
+	b, x := f.blockOf(h), uint32(h)
+	if f.test(b, x) {
+		return true
 	}
-	return missing == 0
+	f.add(b, x)
+	return false
 }
 
 // Cap returns the number of bits in the filter, a multiple of 512.

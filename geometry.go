@@ -61,16 +61,32 @@ type layout struct {
 	k       int
 	parts   [maxK]partition
 
+	// The probes generated for this k (probes_table.go): constant sizes
+	// and offsets make them several times cheaper than a loop over parts.
+	test       func(*block, uint32) bool
+	atomicTest func(*block, uint32) bool
+	add        func(*block, uint32)
+	mask       func(uint32) (m0, m1, m2, m3, m4, m5, m6, m7 uint64)
+
 	// What the filter was sized for; kept for Capacity, TargetFPR and the
 	// file header, never used by a probe.
 	capacity  uint64
 	targetFPR float64
 }
 
-// locate maps a hash to its block and the bits it owns there. The block comes
-// from the hash's high bits by fastrange (the high word of h·nblocks), so any
-// block count works and no division is needed; the k bit positions come from
-// the low 32 bits modulo the coprime partition sizes, one per partition.
+// blockOf returns the block of a hash: fastrange on its high bits (the high
+// word of h·nblocks), so any block count works and no division is needed.
+// The k bits inside it come from the low 32 bits, uint32(h), modulo the
+// partition sizes.
+func (l *layout) blockOf(h uint64) *block {
+	i, _ := bits.Mul64(h, l.nblocks)
+	return &l.blocks[i]
+}
+
+// locate maps a hash to its block index and the bits it owns there, with a
+// loop over the partition table. It defines the layout; the generated
+// probes must agree with it (TestProbesMatchLayout), and tests use it to
+// look at bits directly.
 func (l *layout) locate(h uint64) (index uint64, mask block) {
 	index, _ = bits.Mul64(h, l.nblocks)
 	x := uint32(h)

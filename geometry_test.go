@@ -100,3 +100,52 @@ func TestGoldenLayout(t *testing.T) {
 		t.Errorf("golden key set bits %v in blocks %v, pinned %v in block 9 (hi64(h·1000))", setBits, setBlocks, wantBits)
 	}
 }
+
+// TestProbesMatchLayout checks the generated probes of every k against the
+// reference loop, layout.locate, on random hashes.
+func TestProbesMatchLayout(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	for k := minK; k <= maxK; k++ {
+		f, err := NewWithConfig(Config{Blocks: 7, K: k})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for range 3000 {
+			h := r.Uint64()
+			idx, want := f.locate(h)
+			x := uint32(h)
+			var m block
+			m[0], m[1], m[2], m[3], m[4], m[5], m[6], m[7] = f.mask(x)
+			if m != want {
+				t.Fatalf("k=%d x=%d: mask %x, locate %x", k, x, m, want)
+			}
+			var b block
+			f.add(&b, x)
+			if b != want {
+				t.Fatalf("k=%d x=%d: add sets %x, locate %x", k, x, b, want)
+			}
+			if f.blockOf(h) != &f.blocks[idx] {
+				t.Fatalf("k=%d: blockOf and locate disagree", k)
+			}
+			// test and atomicTest: true on exactly the key's bits, false
+			// with any one of them cleared.
+			if !f.test(&b, x) || !f.atomicTest(&b, x) {
+				t.Fatalf("k=%d x=%d: test misses the key's own bits", k, x)
+			}
+			bit := r.IntN(k)
+			for w := range blockWords {
+				for j := range 64 {
+					if want[w]>>j&1 == 1 {
+						if bit == 0 {
+							b[w] &^= 1 << j
+						}
+						bit--
+					}
+				}
+			}
+			if f.test(&b, x) || f.atomicTest(&b, x) {
+				t.Fatalf("k=%d x=%d: test passes with a bit missing", k, x)
+			}
+		}
+	}
+}

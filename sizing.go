@@ -102,6 +102,7 @@ func (c Config) plan() (layout, error) {
 
 func (l *layout) setGeometry(nblocks uint64, k int) {
 	l.nblocks, l.k, l.parts = nblocks, k, partitionsFor(k)
+	l.test, l.atomicTest, l.add, l.mask = testFuncs[k], atomicTestFuncs[k], addFuncs[k], maskFuncs[k]
 }
 
 func checkBlocks(n uint64) error {

@@ -1,0 +1,139 @@
+package ohbloom
+
+import (
+	"encoding/binary"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+)
+
+// benchKey writes key i of the benchmarks into buf: 16 bytes of a bijective
+// mix of i, generated on the fly so that 10^8 keys cost no memory. Keys
+// below n are added; queries from n up are absent.
+func benchKey(buf *[16]byte, i uint64) []byte {
+	binary.LittleEndian.PutUint64(buf[:], mix(i))
+	binary.LittleEndian.PutUint64(buf[8:], i)
+	return buf[:]
+}
+
+var benchSizes = []uint64{1e4, 1e6, 1e8}
+
+func BenchmarkFilter(b *testing.B) {
+	for _, n := range benchSizes {
+		if n > 1e6 && testing.Short() {
+			continue
+		}
+		f := New(n, 0.01)
+		var buf [16]byte
+		for i := range n {
+			f.Add(benchKey(&buf, i))
+		}
+		prefix := fmt.Sprintf("n=%.0e/p=0.01", float64(n))
+		b.Run(prefix+"/add", func(b *testing.B) {
+			b.ReportAllocs()
+			i := uint64(0)
+			for b.Loop() {
+				f.Add(benchKey(&buf, i%n))
+				i++
+			}
+		})
+		b.Run(prefix+"/test-hit", func(b *testing.B) {
+			b.ReportAllocs()
+			i, hits := uint64(0), 0
+			for b.Loop() {
+				if f.Test(benchKey(&buf, i%n)) {
+					hits++
+				}
+				i++
+			}
+			if hits != b.N {
+				b.Fatal("false negatives")
+			}
+		})
+		b.Run(prefix+"/test-miss", func(b *testing.B) {
+			b.ReportAllocs()
+			i, fp := uint64(0), 0
+			for b.Loop() {
+				if f.Test(benchKey(&buf, n+i)) {
+					fp++
+				}
+				i++
+			}
+			b.ReportMetric(float64(fp)/float64(b.N), "fpr")
+		})
+	}
+}
+
+// lockedFilter is the baseline that AtomicFilter replaces: a Filter behind a
+// mutex.
+type lockedFilter struct {
+	mu sync.Mutex
+	f  *Filter
+}
+
+func (l *lockedFilter) Add(k []byte) {
+	l.mu.Lock()
+	l.f.Add(k)
+	l.mu.Unlock()
+}
+
+func (l *lockedFilter) Test(k []byte) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.f.Test(k)
+}
+
+// BenchmarkParallel shares one filter among b.RunParallel goroutines: the
+// lock-free AtomicFilter against a mutex-wrapped Filter, for adds, tests and
+// a 1:9 mix. Each goroutine walks its own keys from a shared counter.
+func BenchmarkParallel(b *testing.B) {
+	const n = 1e6
+	type impl struct {
+		name string
+		add  func([]byte)
+		test func([]byte) bool
+	}
+	a := NewAtomic(n, 0.01)
+	l := &lockedFilter{f: New(n, 0.01)}
+	for _, im := range []impl{
+		{"atomic", a.Add, a.Test},
+		{"mutex", l.Add, l.Test},
+	} {
+		var next atomic.Uint64
+		b.Run(im.name+"/add", func(b *testing.B) {
+			b.RunParallel(func(pb *testing.PB) {
+				var buf [16]byte
+				i := next.Add(1 << 32)
+				for pb.Next() {
+					im.add(benchKey(&buf, i%n))
+					i++
+				}
+			})
+		})
+		b.Run(im.name+"/test", func(b *testing.B) {
+			b.RunParallel(func(pb *testing.PB) {
+				var buf [16]byte
+				i := next.Add(1 << 32)
+				for pb.Next() {
+					im.test(benchKey(&buf, i))
+					i++
+				}
+			})
+		})
+		b.Run(im.name+"/mixed-10pct-add", func(b *testing.B) {
+			b.RunParallel(func(pb *testing.PB) {
+				var buf [16]byte
+				i := next.Add(1 << 32)
+				for pb.Next() {
+					if i%10 == 0 {
+						im.add(benchKey(&buf, i%n))
+					} else {
+						im.test(benchKey(&buf, i))
+					}
+					i++
+				}
+			})
+		})
+	}
+}
