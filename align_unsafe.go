@@ -1,11 +1,12 @@
 package ohbloom
 
-// This file holds the package's only use of unsafe: carving 64-byte-aligned
-// blocks out of a Go allocation. The allocator aligns large objects to pages
+// This file holds the package's only uses of unsafe. Carving 64-byte-aligned
+// blocks out of a Go allocation: the allocator aligns large objects to pages
 // and most size classes to 64 bytes, but it promises only 8, so a block could
 // straddle two cache lines and a probe would then touch two of them. Asking
 // for one spare block and starting at the first 64-byte boundary makes the
-// alignment a guarantee instead of an accident.
+// alignment a guarantee instead of an accident. And viewing blocks as bytes,
+// to hand them to madvise.
 
 import "unsafe"
 
@@ -19,9 +20,17 @@ func alignedBlocks(n uint64) []block {
 	words := make([]uint64, (n+1)*blockWords)
 	skip := (blockBytes - uintptr(unsafe.Pointer(&words[0]))%blockBytes) % blockBytes / 8
 	b := unsafe.Slice((*block)(unsafe.Pointer(&words[skip])), n)
-	adviseHuge(b)
+	adviseHugePages(b)
 	return b
 }
+
+// blockMemory returns the bytes of b, aliasing it.
+func blockMemory(b []block) []byte {
+	return unsafe.Slice((*byte)(unsafe.Pointer(&b[0])), len(b)*blockBytes)
+}
+
+// addressOf returns where b starts in memory.
+func addressOf(b []byte) uintptr { return uintptr(unsafe.Pointer(&b[0])) }
 
 // blockAddress reports where a block starts in memory, for the alignment test.
 func blockAddress(b *block) uintptr { return uintptr(unsafe.Pointer(b)) }

@@ -72,7 +72,7 @@ func (f *AtomicFilter) TestAndAddString(key string) bool {
 }
 
 func (f *AtomicFilter) addHash(h uint64) {
-	b, x := f.blockOf(h), uint32(h)
+	b, x := f.blockOf(h), residue(h)
 	// Loads first: a key already present writes nothing, so re-adding hot
 	// keys never takes their cache line away from the other cores.
 	if f.atomicTest(b, x) {
@@ -104,10 +104,10 @@ func orReportNew(p *uint64, m uint64) bool {
 	return atomic.LoadUint64(p)&m != m && atomic.OrUint64(p, m)&m != m
 }
 
-func (f *AtomicFilter) testHash(h uint64) bool { return f.atomicTest(f.blockOf(h), uint32(h)) }
+func (f *AtomicFilter) testHash(h uint64) bool { return f.atomicTest(f.blockOf(h), residue(h)) }
 
 func (f *AtomicFilter) testAndAddHash(h uint64) bool {
-	b, x := f.blockOf(h), uint32(h)
+	b, x := f.blockOf(h), residue(h)
 	if f.atomicTest(b, x) {
 		return true
 	}

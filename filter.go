@@ -20,7 +20,8 @@ type Filter struct {
 
 // New returns a Filter sized to hold n distinct keys with a false positive
 // rate of at most p, using the fixed DefaultSeed. It panics if n is 0, if p is
-// not in (0, 1), or if the filter would exceed MaxBlocks; NewWithConfig
+// not in (0, 1), or if the filter would not fit in MaxBlocks or in the
+// machine's memory; NewWithConfig
 // returns those as errors instead.
 func New(n uint64, p float64) *Filter {
 	f, err := NewWithConfig(Config{Capacity: n, FPR: p})
@@ -67,12 +68,12 @@ func (f *Filter) TestAndAddString(key string) bool {
 	return f.testAndAddHash(xxh3.HashStringSeed(key, f.seed))
 }
 
-func (f *Filter) addHash(h uint64) { f.add(f.blockOf(h), uint32(h)) }
+func (f *Filter) addHash(h uint64) { f.add(f.blockOf(h), residue(h)) }
 
-func (f *Filter) testHash(h uint64) bool { return f.test(f.blockOf(h), uint32(h)) }
+func (f *Filter) testHash(h uint64) bool { return f.test(f.blockOf(h), residue(h)) }
 
 func (f *Filter) testAndAddHash(h uint64) bool {
-	b, x := f.blockOf(h), uint32(h)
+	b, x := f.blockOf(h), residue(h)
 	if f.test(b, x) {
 		return true
 	}

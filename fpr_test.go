@@ -31,9 +31,6 @@ func TestFalsePositiveRateAtCapacity(t *testing.T) {
 	for _, shape := range keyShapes {
 		for _, c := range cases {
 			queries := c.queries
-			if shape.name != "random" {
-				queries /= 3 // the promise is checked in full on random keys
-			}
 			f := New(n, c.p)
 			var buf []byte
 			for i := range uint64(n) {

@@ -7,8 +7,8 @@
 //
 // Why generate: with constant sizes the compiler turns x % size into a
 // multiply and a shift, and every offset folds into the code, so a probe is
-// a short run of independent arithmetic the CPU overlaps with the cache miss
-// of the previous key. The generic loop over a table (layout.locate, kept as
+// a short run of independent arithmetic that the CPU overlaps with the cache
+// misses of the keys before it. The generic loop over a table (layout.locate, kept as
 // the reference the tests compare against) loads its constants from memory
 // and builds the mask on the stack, which stalls store-to-load forwarding and
 // holds each key behind the previous one's miss: 1.5-2x slower on filters
@@ -39,6 +39,9 @@ import (
 	"strings"
 )
 
+// rem returns Go source for x mod size.
+func rem(size int) string { return fmt.Sprintf("x%%%d", size) }
+
 func main() {
 	sizes := readSizes()
 	var out bytes.Buffer
@@ -47,26 +50,26 @@ func main() {
 	for k := 2; k <= 16; k++ {
 		s := sizes[k]
 		// testK
-		fmt.Fprintf(&out, "func test%d(b *block, x uint32) bool {\n\tvar missing uint64\n\tvar bit uint32\n", k)
+		fmt.Fprintf(&out, "func test%d(b *block, x uint32) bool {\n\tpresent := ^uint64(0)\n\tvar bit uint32\n", k)
 		off := 0
 		for _, size := range s {
-			fmt.Fprintf(&out, "\tbit = %d + x%%%d\n\tmissing |= ^b[bit/64%%8] >> (bit %% 64)\n", off, size)
+			fmt.Fprintf(&out, "\tbit = %d + %s\n\tpresent &= b[bit/64] >> (bit %% 64)\n", off, rem(size))
 			off += size
 		}
-		out.WriteString("\treturn missing&1 == 0\n}\n\n")
+		out.WriteString("\treturn present&1 != 0\n}\n\n")
 		// atomicTestK
-		fmt.Fprintf(&out, "func atomicTest%d(b *block, x uint32) bool {\n\tvar missing uint64\n\tvar bit uint32\n", k)
+		fmt.Fprintf(&out, "func atomicTest%d(b *block, x uint32) bool {\n\tpresent := ^uint64(0)\n\tvar bit uint32\n", k)
 		off = 0
 		for _, size := range s {
-			fmt.Fprintf(&out, "\tbit = %d + x%%%d\n\tmissing |= ^atomic.LoadUint64(&b[bit/64%%8]) >> (bit %% 64)\n", off, size)
+			fmt.Fprintf(&out, "\tbit = %d + %s\n\tpresent &= atomic.LoadUint64(&b[bit/64]) >> (bit %% 64)\n", off, rem(size))
 			off += size
 		}
-		out.WriteString("\treturn missing&1 == 0\n}\n\n")
+		out.WriteString("\treturn present&1 != 0\n}\n\n")
 		// addK
 		fmt.Fprintf(&out, "func add%d(b *block, x uint32) {\n\tvar bit uint32\n", k)
 		off = 0
 		for _, size := range s {
-			fmt.Fprintf(&out, "\tbit = %d + x%%%d\n\tb[bit/64%%8] |= 1 << (bit %% 64)\n", off, size)
+			fmt.Fprintf(&out, "\tbit = %d + %s\n\tb[bit/64] |= 1 << (bit %% 64)\n", off, rem(size))
 			off += size
 		}
 		out.WriteString("}\n\n")
@@ -74,7 +77,7 @@ func main() {
 		fmt.Fprintf(&out, "func mask%d(x uint32) (m0, m1, m2, m3, m4, m5, m6, m7 uint64) {\n\tvar bit uint32\n", k)
 		off = 0
 		for _, size := range s {
-			fmt.Fprintf(&out, "\tbit = %d + x%%%d\n", off, size)
+			fmt.Fprintf(&out, "\tbit = %d + %s\n", off, rem(size))
 			for w := off / 64; w <= (off+size-1)/64; w++ {
 				fmt.Fprintf(&out, "\tm%d |= 1 << (bit - %d)\n", w, 64*w)
 			}

@@ -56,22 +56,6 @@ func TestPartitionTables(t *testing.T) {
 	}
 }
 
-func TestFastmod(t *testing.T) {
-	r := rand.New(rand.NewPCG(1, 2))
-	xs := []uint32{0, 1, 2, 511, 512, 1<<31 - 1, 1 << 31, 1<<32 - 2, 1<<32 - 1}
-	for range 2000 {
-		xs = append(xs, r.Uint32())
-	}
-	for d := uint32(2); d <= blockBits; d++ {
-		magic := ^uint64(0)/uint64(d) + 1
-		for _, x := range xs {
-			if got := fastmod(x, magic, d); got != x%d {
-				t.Fatalf("fastmod(%d, %d) = %d, want %d", x, d, got, x%d)
-			}
-		}
-	}
-}
-
 // TestGoldenLayout pins the hash of a key and the bits it sets: the layout
 // of every stored filter depends on both.
 func TestGoldenLayout(t *testing.T) {
@@ -113,7 +97,7 @@ func TestProbesMatchLayout(t *testing.T) {
 		for range 3000 {
 			h := r.Uint64()
 			idx, want := f.locate(h)
-			x := uint32(h)
+			x := residue(h)
 			var m block
 			m[0], m[1], m[2], m[3], m[4], m[5], m[6], m[7] = f.mask(x)
 			if m != want {

@@ -5,31 +5,31 @@ package ohbloom
 import "sync/atomic"
 
 func test2(b *block, x uint32) bool {
-	var missing uint64
+	present := ^uint64(0)
 	var bit uint32
 	bit = 0 + x%255
-	missing |= ^b[bit/64%8] >> (bit % 64)
+	present &= b[bit/64] >> (bit % 64)
 	bit = 255 + x%257
-	missing |= ^b[bit/64%8] >> (bit % 64)
-	return missing&1 == 0
+	present &= b[bit/64] >> (bit % 64)
+	return present&1 != 0
 }
 
 func atomicTest2(b *block, x uint32) bool {
-	var missing uint64
+	present := ^uint64(0)
 	var bit uint32
 	bit = 0 + x%255
-	missing |= ^atomic.LoadUint64(&b[bit/64%8]) >> (bit % 64)
+	present &= atomic.LoadUint64(&b[bit/64]) >> (bit % 64)
 	bit = 255 + x%257
-	missing |= ^atomic.LoadUint64(&b[bit/64%8]) >> (bit % 64)
-	return missing&1 == 0
+	present &= atomic.LoadUint64(&b[bit/64]) >> (bit % 64)
+	return present&1 != 0
 }
 
 func add2(b *block, x uint32) {
 	var bit uint32
 	bit = 0 + x%255
-	b[bit/64%8] |= 1 << (bit % 64)
+	b[bit/64] |= 1 << (bit % 64)
 	bit = 255 + x%257
-	b[bit/64%8] |= 1 << (bit % 64)
+	b[bit/64] |= 1 << (bit % 64)
 }
 
 func mask2(x uint32) (m0, m1, m2, m3, m4, m5, m6, m7 uint64) {
@@ -49,37 +49,37 @@ func mask2(x uint32) (m0, m1, m2, m3, m4, m5, m6, m7 uint64) {
 }
 
 func test3(b *block, x uint32) bool {
-	var missing uint64
+	present := ^uint64(0)
 	var bit uint32
 	bit = 0 + x%169
-	missing |= ^b[bit/64%8] >> (bit % 64)
+	present &= b[bit/64] >> (bit % 64)
 	bit = 169 + x%171
-	missing |= ^b[bit/64%8] >> (bit % 64)
+	present &= b[bit/64] >> (bit % 64)
 	bit = 340 + x%172
-	missing |= ^b[bit/64%8] >> (bit % 64)
-	return missing&1 == 0
+	present &= b[bit/64] >> (bit % 64)
+	return present&1 != 0
 }
 
 func atomicTest3(b *block, x uint32) bool {
-	var missing uint64
+	present := ^uint64(0)
 	var bit uint32
 	bit = 0 + x%169
-	missing |= ^atomic.LoadUint64(&b[bit/64%8]) >> (bit % 64)
+	present &= atomic.LoadUint64(&b[bit/64]) >> (bit % 64)
 	bit = 169 + x%171
-	missing |= ^atomic.LoadUint64(&b[bit/64%8]) >> (bit % 64)
+	present &= atomic.LoadUint64(&b[bit/64]) >> (bit % 64)
 	bit = 340 + x%172
-	missing |= ^atomic.LoadUint64(&b[bit/64%8]) >> (bit % 64)
-	return missing&1 == 0
+	present &= atomic.LoadUint64(&b[bit/64]) >> (bit % 64)
+	return present&1 != 0
 }
 
 func add3(b *block, x uint32) {
 	var bit uint32
 	bit = 0 + x%169
-	b[bit/64%8] |= 1 << (bit % 64)
+	b[bit/64] |= 1 << (bit % 64)
 	bit = 169 + x%171
-	b[bit/64%8] |= 1 << (bit % 64)
+	b[bit/64] |= 1 << (bit % 64)
 	bit = 340 + x%172
-	b[bit/64%8] |= 1 << (bit % 64)
+	b[bit/64] |= 1 << (bit % 64)
 }
 
 func mask3(x uint32) (m0, m1, m2, m3, m4, m5, m6, m7 uint64) {
@@ -101,43 +101,43 @@ func mask3(x uint32) (m0, m1, m2, m3, m4, m5, m6, m7 uint64) {
 }
 
 func test4(b *block, x uint32) bool {
-	var missing uint64
+	present := ^uint64(0)
 	var bit uint32
 	bit = 0 + x%125
-	missing |= ^b[bit/64%8] >> (bit % 64)
+	present &= b[bit/64] >> (bit % 64)
 	bit = 125 + x%127
-	missing |= ^b[bit/64%8] >> (bit % 64)
+	present &= b[bit/64] >> (bit % 64)
 	bit = 252 + x%129
-	missing |= ^b[bit/64%8] >> (bit % 64)
+	present &= b[bit/64] >> (bit % 64)
 	bit = 381 + x%131
-	missing |= ^b[bit/64%8] >> (bit % 64)
-	return missing&1 == 0
+	present &= b[bit/64] >> (bit % 64)
+	return present&1 != 0
 }
 
 func atomicTest4(b *block, x uint32) bool {
-	var missing uint64
+	present := ^uint64(0)
 	var bit uint32
 	bit = 0 + x%125
-	missing |= ^atomic.LoadUint64(&b[bit/64%8]) >> (bit % 64)
+	present &= atomic.LoadUint64(&b[bit/64]) >> (bit % 64)
 	bit = 125 + x%127
-	missing |= ^atomic.LoadUint64(&b[bit/64%8]) >> (bit % 64)
+	present &= atomic.LoadUint64(&b[bit/64]) >> (bit % 64)
 	bit = 252 + x%129
-	missing |= ^atomic.LoadUint64(&b[bit/64%8]) >> (bit % 64)
+	present &= atomic.LoadUint64(&b[bit/64]) >> (bit % 64)
 	bit = 381 + x%131
-	missing |= ^atomic.LoadUint64(&b[bit/64%8]) >> (bit % 64)
-	return missing&1 == 0
+	present &= atomic.LoadUint64(&b[bit/64]) >> (bit % 64)
+	return present&1 != 0
 }
 
 func add4(b *block, x uint32) {
 	var bit uint32
 	bit = 0 + x%125
-	b[bit/64%8] |= 1 << (bit % 64)
+	b[bit/64] |= 1 << (bit % 64)
 	bit = 125 + x%127
-	b[bit/64%8] |= 1 << (bit % 64)
+	b[bit/64] |= 1 << (bit % 64)
 	bit = 252 + x%129
-	b[bit/64%8] |= 1 << (bit % 64)
+	b[bit/64] |= 1 << (bit % 64)
 	bit = 381 + x%131
-	b[bit/64%8] |= 1 << (bit % 64)
+	b[bit/64] |= 1 << (bit % 64)
 }
 
 func mask4(x uint32) (m0, m1, m2, m3, m4, m5, m6, m7 uint64) {
@@ -161,49 +161,49 @@ func mask4(x uint32) (m0, m1, m2, m3, m4, m5, m6, m7 uint64) {
 }
 
 func test5(b *block, x uint32) bool {
-	var missing uint64
+	present := ^uint64(0)
 	var bit uint32
 	bit = 0 + x%97
-	missing |= ^b[bit/64%8] >> (bit % 64)
+	present &= b[bit/64] >> (bit % 64)
 	bit = 97 + x%101
-	missing |= ^b[bit/64%8] >> (bit % 64)
+	present &= b[bit/64] >> (bit % 64)
 	bit = 198 + x%103
-	missing |= ^b[bit/64%8] >> (bit % 64)
+	present &= b[bit/64] >> (bit % 64)
 	bit = 301 + x%105
-	missing |= ^b[bit/64%8] >> (bit % 64)
+	present &= b[bit/64] >> (bit % 64)
 	bit = 406 + x%106
-	missing |= ^b[bit/64%8] >> (bit % 64)
-	return missing&1 == 0
+	present &= b[bit/64] >> (bit % 64)
+	return present&1 != 0
 }
 
 func atomicTest5(b *block, x uint32) bool {
-	var missing uint64
+	present := ^uint64(0)
 	var bit uint32
 	bit = 0 + x%97
-	missing |= ^atomic.LoadUint64(&b[bit/64%8]) >> (bit % 64)
+	present &= atomic.LoadUint64(&b[bit/64]) >> (bit % 64)
 	bit = 97 + x%101
-	missing |= ^atomic.LoadUint64(&b[bit/64%8]) >> (bit % 64)
+	present &= atomic.LoadUint64(&b[bit/64]) >> (bit % 64)
 	bit = 198 + x%103
-	missing |= ^atomic.LoadUint64(&b[bit/64%8]) >> (bit % 64)
+	present &= atomic.LoadUint64(&b[bit/64]) >> (bit % 64)
 	bit = 301 + x%105
-	missing |= ^atomic.LoadUint64(&b[bit/64%8]) >> (bit % 64)
+	present &= atomic.LoadUint64(&b[bit/64]) >> (bit % 64)
 	bit = 406 + x%106
-	missing |= ^atomic.LoadUint64(&b[bit/64%8]) >> (bit % 64)
-	return missing&1 == 0
+	present &= atomic.LoadUint64(&b[bit/64]) >> (bit % 64)
+	return present&1 != 0
 }
 
 func add5(b *block, x uint32) {
 	var bit uint32
 	bit = 0 + x%97
-	b[bit/64%8] |= 1 << (bit % 64)
+	b[bit/64] |= 1 << (bit % 64)
 	bit = 97 + x%101
-	b[bit/64%8] |= 1 << (bit % 64)
+	b[bit/64] |= 1 << (bit % 64)
 	bit = 198 + x%103
-	b[bit/64%8] |= 1 << (bit % 64)
+	b[bit/64] |= 1 << (bit % 64)
 	bit = 301 + x%105
-	b[bit/64%8] |= 1 << (bit % 64)
+	b[bit/64] |= 1 << (bit % 64)
 	bit = 406 + x%106
-	b[bit/64%8] |= 1 << (bit % 64)
+	b[bit/64] |= 1 << (bit % 64)
 }
 
 func mask5(x uint32) (m0, m1, m2, m3, m4, m5, m6, m7 uint64) {
@@ -229,55 +229,55 @@ func mask5(x uint32) (m0, m1, m2, m3, m4, m5, m6, m7 uint64) {
 }
 
 func test6(b *block, x uint32) bool {
-	var missing uint64
+	present := ^uint64(0)
 	var bit uint32
 	bit = 0 + x%77
-	missing |= ^b[bit/64%8] >> (bit % 64)
+	present &= b[bit/64] >> (bit % 64)
 	bit = 77 + x%81
-	missing |= ^b[bit/64%8] >> (bit % 64)
+	present &= b[bit/64] >> (bit % 64)
 	bit = 158 + x%83
-	missing |= ^b[bit/64%8] >> (bit % 64)
+	present &= b[bit/64] >> (bit % 64)
 	bit = 241 + x%85
-	missing |= ^b[bit/64%8] >> (bit % 64)
+	present &= b[bit/64] >> (bit % 64)
 	bit = 326 + x%89
-	missing |= ^b[bit/64%8] >> (bit % 64)
+	present &= b[bit/64] >> (bit % 64)
 	bit = 415 + x%97
-	missing |= ^b[bit/64%8] >> (bit % 64)
-	return missing&1 == 0
+	present &= b[bit/64] >> (bit % 64)
+	return present&1 != 0
 }
 
 func atomicTest6(b *block, x uint32) bool {
-	var missing uint64
+	present := ^uint64(0)
 	var bit uint32
 	bit = 0 + x%77
-	missing |= ^atomic.LoadUint64(&b[bit/64%8]) >> (bit % 64)
+	present &= atomic.LoadUint64(&b[bit/64]) >> (bit % 64)
 	bit = 77 + x%81
-	missing |= ^atomic.LoadUint64(&b[bit/64%8]) >> (bit % 64)
+	present &= atomic.LoadUint64(&b[bit/64]) >> (bit % 64)
 	bit = 158 + x%83
-	missing |= ^atomic.LoadUint64(&b[bit/64%8]) >> (bit % 64)
+	present &= atomic.LoadUint64(&b[bit/64]) >> (bit % 64)
 	bit = 241 + x%85
-	missing |= ^atomic.LoadUint64(&b[bit/64%8]) >> (bit % 64)
+	present &= atomic.LoadUint64(&b[bit/64]) >> (bit % 64)
 	bit = 326 + x%89
-	missing |= ^atomic.LoadUint64(&b[bit/64%8]) >> (bit % 64)
+	present &= atomic.LoadUint64(&b[bit/64]) >> (bit % 64)
 	bit = 415 + x%97
-	missing |= ^atomic.LoadUint64(&b[bit/64%8]) >> (bit % 64)
-	return missing&1 == 0
+	present &= atomic.LoadUint64(&b[bit/64]) >> (bit % 64)
+	return present&1 != 0
 }
 
 func add6(b *block, x uint32) {
 	var bit uint32
 	bit = 0 + x%77
-	b[bit/64%8] |= 1 << (bit % 64)
+	b[bit/64] |= 1 << (bit % 64)
 	bit = 77 + x%81
-	b[bit/64%8] |= 1 << (bit % 64)
+	b[bit/64] |= 1 << (bit % 64)
 	bit = 158 + x%83
-	b[bit/64%8] |= 1 << (bit % 64)
+	b[bit/64] |= 1 << (bit % 64)
 	bit = 241 + x%85
-	b[bit/64%8] |= 1 << (bit % 64)
+	b[bit/64] |= 1 << (bit % 64)
 	bit = 326 + x%89
-	b[bit/64%8] |= 1 << (bit % 64)
+	b[bit/64] |= 1 << (bit % 64)
 	bit = 415 + x%97
-	b[bit/64%8] |= 1 << (bit % 64)
+	b[bit/64] |= 1 << (bit % 64)
 }
 
 func mask6(x uint32) (m0, m1, m2, m3, m4, m5, m6, m7 uint64) {
@@ -305,61 +305,61 @@ func mask6(x uint32) (m0, m1, m2, m3, m4, m5, m6, m7 uint64) {
 }
 
 func test7(b *block, x uint32) bool {
-	var missing uint64
+	present := ^uint64(0)
 	var bit uint32
 	bit = 0 + x%67
-	missing |= ^b[bit/64%8] >> (bit % 64)
+	present &= b[bit/64] >> (bit % 64)
 	bit = 67 + x%69
-	missing |= ^b[bit/64%8] >> (bit % 64)
+	present &= b[bit/64] >> (bit % 64)
 	bit = 136 + x%71
-	missing |= ^b[bit/64%8] >> (bit % 64)
+	present &= b[bit/64] >> (bit % 64)
 	bit = 207 + x%73
-	missing |= ^b[bit/64%8] >> (bit % 64)
+	present &= b[bit/64] >> (bit % 64)
 	bit = 280 + x%76
-	missing |= ^b[bit/64%8] >> (bit % 64)
+	present &= b[bit/64] >> (bit % 64)
 	bit = 356 + x%77
-	missing |= ^b[bit/64%8] >> (bit % 64)
+	present &= b[bit/64] >> (bit % 64)
 	bit = 433 + x%79
-	missing |= ^b[bit/64%8] >> (bit % 64)
-	return missing&1 == 0
+	present &= b[bit/64] >> (bit % 64)
+	return present&1 != 0
 }
 
 func atomicTest7(b *block, x uint32) bool {
-	var missing uint64
+	present := ^uint64(0)
 	var bit uint32
 	bit = 0 + x%67
-	missing |= ^atomic.LoadUint64(&b[bit/64%8]) >> (bit % 64)
+	present &= atomic.LoadUint64(&b[bit/64]) >> (bit % 64)
 	bit = 67 + x%69
-	missing |= ^atomic.LoadUint64(&b[bit/64%8]) >> (bit % 64)
+	present &= atomic.LoadUint64(&b[bit/64]) >> (bit % 64)
 	bit = 136 + x%71
-	missing |= ^atomic.LoadUint64(&b[bit/64%8]) >> (bit % 64)
+	present &= atomic.LoadUint64(&b[bit/64]) >> (bit % 64)
 	bit = 207 + x%73
-	missing |= ^atomic.LoadUint64(&b[bit/64%8]) >> (bit % 64)
+	present &= atomic.LoadUint64(&b[bit/64]) >> (bit % 64)
 	bit = 280 + x%76
-	missing |= ^atomic.LoadUint64(&b[bit/64%8]) >> (bit % 64)
+	present &= atomic.LoadUint64(&b[bit/64]) >> (bit % 64)
 	bit = 356 + x%77
-	missing |= ^atomic.LoadUint64(&b[bit/64%8]) >> (bit % 64)
+	present &= atomic.LoadUint64(&b[bit/64]) >> (bit % 64)
 	bit = 433 + x%79
-	missing |= ^atomic.LoadUint64(&b[bit/64%8]) >> (bit % 64)
-	return missing&1 == 0
+	present &= atomic.LoadUint64(&b[bit/64]) >> (bit % 64)
+	return present&1 != 0
 }
 
 func add7(b *block, x uint32) {
 	var bit uint32
 	bit = 0 + x%67
-	b[bit/64%8] |= 1 << (bit % 64)
+	b[bit/64] |= 1 << (bit % 64)
 	bit = 67 + x%69
-	b[bit/64%8] |= 1 << (bit % 64)
+	b[bit/64] |= 1 << (bit % 64)
 	bit = 136 + x%71
-	b[bit/64%8] |= 1 << (bit % 64)
+	b[bit/64] |= 1 << (bit % 64)
 	bit = 207 + x%73
-	b[bit/64%8] |= 1 << (bit % 64)
+	b[bit/64] |= 1 << (bit % 64)
 	bit = 280 + x%76
-	b[bit/64%8] |= 1 << (bit % 64)
+	b[bit/64] |= 1 << (bit % 64)
 	bit = 356 + x%77
-	b[bit/64%8] |= 1 << (bit % 64)
+	b[bit/64] |= 1 << (bit % 64)
 	bit = 433 + x%79
-	b[bit/64%8] |= 1 << (bit % 64)
+	b[bit/64] |= 1 << (bit % 64)
 }
 
 func mask7(x uint32) (m0, m1, m2, m3, m4, m5, m6, m7 uint64) {
@@ -389,67 +389,67 @@ func mask7(x uint32) (m0, m1, m2, m3, m4, m5, m6, m7 uint64) {
 }
 
 func test8(b *block, x uint32) bool {
-	var missing uint64
+	present := ^uint64(0)
 	var bit uint32
 	bit = 0 + x%53
-	missing |= ^b[bit/64%8] >> (bit % 64)
+	present &= b[bit/64] >> (bit % 64)
 	bit = 53 + x%59
-	missing |= ^b[bit/64%8] >> (bit % 64)
+	present &= b[bit/64] >> (bit % 64)
 	bit = 112 + x%61
-	missing |= ^b[bit/64%8] >> (bit % 64)
+	present &= b[bit/64] >> (bit % 64)
 	bit = 173 + x%63
-	missing |= ^b[bit/64%8] >> (bit % 64)
+	present &= b[bit/64] >> (bit % 64)
 	bit = 236 + x%65
-	missing |= ^b[bit/64%8] >> (bit % 64)
+	present &= b[bit/64] >> (bit % 64)
 	bit = 301 + x%67
-	missing |= ^b[bit/64%8] >> (bit % 64)
+	present &= b[bit/64] >> (bit % 64)
 	bit = 368 + x%71
-	missing |= ^b[bit/64%8] >> (bit % 64)
+	present &= b[bit/64] >> (bit % 64)
 	bit = 439 + x%73
-	missing |= ^b[bit/64%8] >> (bit % 64)
-	return missing&1 == 0
+	present &= b[bit/64] >> (bit % 64)
+	return present&1 != 0
 }
 
 func atomicTest8(b *block, x uint32) bool {
-	var missing uint64
+	present := ^uint64(0)
 	var bit uint32
 	bit = 0 + x%53
-	missing |= ^atomic.LoadUint64(&b[bit/64%8]) >> (bit % 64)
+	present &= atomic.LoadUint64(&b[bit/64]) >> (bit % 64)
 	bit = 53 + x%59
-	missing |= ^atomic.LoadUint64(&b[bit/64%8]) >> (bit % 64)
+	present &= atomic.LoadUint64(&b[bit/64]) >> (bit % 64)
 	bit = 112 + x%61
-	missing |= ^atomic.LoadUint64(&b[bit/64%8]) >> (bit % 64)
+	present &= atomic.LoadUint64(&b[bit/64]) >> (bit % 64)
 	bit = 173 + x%63
-	missing |= ^atomic.LoadUint64(&b[bit/64%8]) >> (bit % 64)
+	present &= atomic.LoadUint64(&b[bit/64]) >> (bit % 64)
 	bit = 236 + x%65
-	missing |= ^atomic.LoadUint64(&b[bit/64%8]) >> (bit % 64)
+	present &= atomic.LoadUint64(&b[bit/64]) >> (bit % 64)
 	bit = 301 + x%67
-	missing |= ^atomic.LoadUint64(&b[bit/64%8]) >> (bit % 64)
+	present &= atomic.LoadUint64(&b[bit/64]) >> (bit % 64)
 	bit = 368 + x%71
-	missing |= ^atomic.LoadUint64(&b[bit/64%8]) >> (bit % 64)
+	present &= atomic.LoadUint64(&b[bit/64]) >> (bit % 64)
 	bit = 439 + x%73
-	missing |= ^atomic.LoadUint64(&b[bit/64%8]) >> (bit % 64)
-	return missing&1 == 0
+	present &= atomic.LoadUint64(&b[bit/64]) >> (bit % 64)
+	return present&1 != 0
 }
 
 func add8(b *block, x uint32) {
 	var bit uint32
 	bit = 0 + x%53
-	b[bit/64%8] |= 1 << (bit % 64)
+	b[bit/64] |= 1 << (bit % 64)
 	bit = 53 + x%59
-	b[bit/64%8] |= 1 << (bit % 64)
+	b[bit/64] |= 1 << (bit % 64)
 	bit = 112 + x%61
-	b[bit/64%8] |= 1 << (bit % 64)
+	b[bit/64] |= 1 << (bit % 64)
 	bit = 173 + x%63
-	b[bit/64%8] |= 1 << (bit % 64)
+	b[bit/64] |= 1 << (bit % 64)
 	bit = 236 + x%65
-	b[bit/64%8] |= 1 << (bit % 64)
+	b[bit/64] |= 1 << (bit % 64)
 	bit = 301 + x%67
-	b[bit/64%8] |= 1 << (bit % 64)
+	b[bit/64] |= 1 << (bit % 64)
 	bit = 368 + x%71
-	b[bit/64%8] |= 1 << (bit % 64)
+	b[bit/64] |= 1 << (bit % 64)
 	bit = 439 + x%73
-	b[bit/64%8] |= 1 << (bit % 64)
+	b[bit/64] |= 1 << (bit % 64)
 }
 
 func mask8(x uint32) (m0, m1, m2, m3, m4, m5, m6, m7 uint64) {
@@ -481,73 +481,73 @@ func mask8(x uint32) (m0, m1, m2, m3, m4, m5, m6, m7 uint64) {
 }
 
 func test9(b *block, x uint32) bool {
-	var missing uint64
+	present := ^uint64(0)
 	var bit uint32
 	bit = 0 + x%47
-	missing |= ^b[bit/64%8] >> (bit % 64)
+	present &= b[bit/64] >> (bit % 64)
 	bit = 47 + x%49
-	missing |= ^b[bit/64%8] >> (bit % 64)
+	present &= b[bit/64] >> (bit % 64)
 	bit = 96 + x%53
-	missing |= ^b[bit/64%8] >> (bit % 64)
+	present &= b[bit/64] >> (bit % 64)
 	bit = 149 + x%55
-	missing |= ^b[bit/64%8] >> (bit % 64)
+	present &= b[bit/64] >> (bit % 64)
 	bit = 204 + x%57
-	missing |= ^b[bit/64%8] >> (bit % 64)
+	present &= b[bit/64] >> (bit % 64)
 	bit = 261 + x%59
-	missing |= ^b[bit/64%8] >> (bit % 64)
+	present &= b[bit/64] >> (bit % 64)
 	bit = 320 + x%61
-	missing |= ^b[bit/64%8] >> (bit % 64)
+	present &= b[bit/64] >> (bit % 64)
 	bit = 381 + x%64
-	missing |= ^b[bit/64%8] >> (bit % 64)
+	present &= b[bit/64] >> (bit % 64)
 	bit = 445 + x%67
-	missing |= ^b[bit/64%8] >> (bit % 64)
-	return missing&1 == 0
+	present &= b[bit/64] >> (bit % 64)
+	return present&1 != 0
 }
 
 func atomicTest9(b *block, x uint32) bool {
-	var missing uint64
+	present := ^uint64(0)
 	var bit uint32
 	bit = 0 + x%47
-	missing |= ^atomic.LoadUint64(&b[bit/64%8]) >> (bit % 64)
+	present &= atomic.LoadUint64(&b[bit/64]) >> (bit % 64)
 	bit = 47 + x%49
-	missing |= ^atomic.LoadUint64(&b[bit/64%8]) >> (bit % 64)
+	present &= atomic.LoadUint64(&b[bit/64]) >> (bit % 64)
 	bit = 96 + x%53
-	missing |= ^atomic.LoadUint64(&b[bit/64%8]) >> (bit % 64)
+	present &= atomic.LoadUint64(&b[bit/64]) >> (bit % 64)
 	bit = 149 + x%55
-	missing |= ^atomic.LoadUint64(&b[bit/64%8]) >> (bit % 64)
+	present &= atomic.LoadUint64(&b[bit/64]) >> (bit % 64)
 	bit = 204 + x%57
-	missing |= ^atomic.LoadUint64(&b[bit/64%8]) >> (bit % 64)
+	present &= atomic.LoadUint64(&b[bit/64]) >> (bit % 64)
 	bit = 261 + x%59
-	missing |= ^atomic.LoadUint64(&b[bit/64%8]) >> (bit % 64)
+	present &= atomic.LoadUint64(&b[bit/64]) >> (bit % 64)
 	bit = 320 + x%61
-	missing |= ^atomic.LoadUint64(&b[bit/64%8]) >> (bit % 64)
+	present &= atomic.LoadUint64(&b[bit/64]) >> (bit % 64)
 	bit = 381 + x%64
-	missing |= ^atomic.LoadUint64(&b[bit/64%8]) >> (bit % 64)
+	present &= atomic.LoadUint64(&b[bit/64]) >> (bit % 64)
 	bit = 445 + x%67
-	missing |= ^atomic.LoadUint64(&b[bit/64%8]) >> (bit % 64)
-	return missing&1 == 0
+	present &= atomic.LoadUint64(&b[bit/64]) >> (bit % 64)
+	return present&1 != 0
 }
 
 func add9(b *block, x uint32) {
 	var bit uint32
 	bit = 0 + x%47
-	b[bit/64%8] |= 1 << (bit % 64)
+	b[bit/64] |= 1 << (bit % 64)
 	bit = 47 + x%49
-	b[bit/64%8] |= 1 << (bit % 64)
+	b[bit/64] |= 1 << (bit % 64)
 	bit = 96 + x%53
-	b[bit/64%8] |= 1 << (bit % 64)
+	b[bit/64] |= 1 << (bit % 64)
 	bit = 149 + x%55
-	b[bit/64%8] |= 1 << (bit % 64)
+	b[bit/64] |= 1 << (bit % 64)
 	bit = 204 + x%57
-	b[bit/64%8] |= 1 << (bit % 64)
+	b[bit/64] |= 1 << (bit % 64)
 	bit = 261 + x%59
-	b[bit/64%8] |= 1 << (bit % 64)
+	b[bit/64] |= 1 << (bit % 64)
 	bit = 320 + x%61
-	b[bit/64%8] |= 1 << (bit % 64)
+	b[bit/64] |= 1 << (bit % 64)
 	bit = 381 + x%64
-	b[bit/64%8] |= 1 << (bit % 64)
+	b[bit/64] |= 1 << (bit % 64)
 	bit = 445 + x%67
-	b[bit/64%8] |= 1 << (bit % 64)
+	b[bit/64] |= 1 << (bit % 64)
 }
 
 func mask9(x uint32) (m0, m1, m2, m3, m4, m5, m6, m7 uint64) {
@@ -580,79 +580,79 @@ func mask9(x uint32) (m0, m1, m2, m3, m4, m5, m6, m7 uint64) {
 }
 
 func test10(b *block, x uint32) bool {
-	var missing uint64
+	present := ^uint64(0)
 	var bit uint32
 	bit = 0 + x%37
-	missing |= ^b[bit/64%8] >> (bit % 64)
+	present &= b[bit/64] >> (bit % 64)
 	bit = 37 + x%41
-	missing |= ^b[bit/64%8] >> (bit % 64)
+	present &= b[bit/64] >> (bit % 64)
 	bit = 78 + x%43
-	missing |= ^b[bit/64%8] >> (bit % 64)
+	present &= b[bit/64] >> (bit % 64)
 	bit = 121 + x%47
-	missing |= ^b[bit/64%8] >> (bit % 64)
+	present &= b[bit/64] >> (bit % 64)
 	bit = 168 + x%49
-	missing |= ^b[bit/64%8] >> (bit % 64)
+	present &= b[bit/64] >> (bit % 64)
 	bit = 217 + x%53
-	missing |= ^b[bit/64%8] >> (bit % 64)
+	present &= b[bit/64] >> (bit % 64)
 	bit = 270 + x%57
-	missing |= ^b[bit/64%8] >> (bit % 64)
+	present &= b[bit/64] >> (bit % 64)
 	bit = 327 + x%59
-	missing |= ^b[bit/64%8] >> (bit % 64)
+	present &= b[bit/64] >> (bit % 64)
 	bit = 386 + x%61
-	missing |= ^b[bit/64%8] >> (bit % 64)
+	present &= b[bit/64] >> (bit % 64)
 	bit = 447 + x%65
-	missing |= ^b[bit/64%8] >> (bit % 64)
-	return missing&1 == 0
+	present &= b[bit/64] >> (bit % 64)
+	return present&1 != 0
 }
 
 func atomicTest10(b *block, x uint32) bool {
-	var missing uint64
+	present := ^uint64(0)
 	var bit uint32
 	bit = 0 + x%37
-	missing |= ^atomic.LoadUint64(&b[bit/64%8]) >> (bit % 64)
+	present &= atomic.LoadUint64(&b[bit/64]) >> (bit % 64)
 	bit = 37 + x%41
-	missing |= ^atomic.LoadUint64(&b[bit/64%8]) >> (bit % 64)
+	present &= atomic.LoadUint64(&b[bit/64]) >> (bit % 64)
 	bit = 78 + x%43
-	missing |= ^atomic.LoadUint64(&b[bit/64%8]) >> (bit % 64)
+	present &= atomic.LoadUint64(&b[bit/64]) >> (bit % 64)
 	bit = 121 + x%47
-	missing |= ^atomic.LoadUint64(&b[bit/64%8]) >> (bit % 64)
+	present &= atomic.LoadUint64(&b[bit/64]) >> (bit % 64)
 	bit = 168 + x%49
-	missing |= ^atomic.LoadUint64(&b[bit/64%8]) >> (bit % 64)
+	present &= atomic.LoadUint64(&b[bit/64]) >> (bit % 64)
 	bit = 217 + x%53
-	missing |= ^atomic.LoadUint64(&b[bit/64%8]) >> (bit % 64)
+	present &= atomic.LoadUint64(&b[bit/64]) >> (bit % 64)
 	bit = 270 + x%57
-	missing |= ^atomic.LoadUint64(&b[bit/64%8]) >> (bit % 64)
+	present &= atomic.LoadUint64(&b[bit/64]) >> (bit % 64)
 	bit = 327 + x%59
-	missing |= ^atomic.LoadUint64(&b[bit/64%8]) >> (bit % 64)
+	present &= atomic.LoadUint64(&b[bit/64]) >> (bit % 64)
 	bit = 386 + x%61
-	missing |= ^atomic.LoadUint64(&b[bit/64%8]) >> (bit % 64)
+	present &= atomic.LoadUint64(&b[bit/64]) >> (bit % 64)
 	bit = 447 + x%65
-	missing |= ^atomic.LoadUint64(&b[bit/64%8]) >> (bit % 64)
-	return missing&1 == 0
+	present &= atomic.LoadUint64(&b[bit/64]) >> (bit % 64)
+	return present&1 != 0
 }
 
 func add10(b *block, x uint32) {
 	var bit uint32
 	bit = 0 + x%37
-	b[bit/64%8] |= 1 << (bit % 64)
+	b[bit/64] |= 1 << (bit % 64)
 	bit = 37 + x%41
-	b[bit/64%8] |= 1 << (bit % 64)
+	b[bit/64] |= 1 << (bit % 64)
 	bit = 78 + x%43
-	b[bit/64%8] |= 1 << (bit % 64)
+	b[bit/64] |= 1 << (bit % 64)
 	bit = 121 + x%47
-	b[bit/64%8] |= 1 << (bit % 64)
+	b[bit/64] |= 1 << (bit % 64)
 	bit = 168 + x%49
-	b[bit/64%8] |= 1 << (bit % 64)
+	b[bit/64] |= 1 << (bit % 64)
 	bit = 217 + x%53
-	b[bit/64%8] |= 1 << (bit % 64)
+	b[bit/64] |= 1 << (bit % 64)
 	bit = 270 + x%57
-	b[bit/64%8] |= 1 << (bit % 64)
+	b[bit/64] |= 1 << (bit % 64)
 	bit = 327 + x%59
-	b[bit/64%8] |= 1 << (bit % 64)
+	b[bit/64] |= 1 << (bit % 64)
 	bit = 386 + x%61
-	b[bit/64%8] |= 1 << (bit % 64)
+	b[bit/64] |= 1 << (bit % 64)
 	bit = 447 + x%65
-	b[bit/64%8] |= 1 << (bit % 64)
+	b[bit/64] |= 1 << (bit % 64)
 }
 
 func mask10(x uint32) (m0, m1, m2, m3, m4, m5, m6, m7 uint64) {
@@ -688,85 +688,85 @@ func mask10(x uint32) (m0, m1, m2, m3, m4, m5, m6, m7 uint64) {
 }
 
 func test11(b *block, x uint32) bool {
-	var missing uint64
+	present := ^uint64(0)
 	var bit uint32
 	bit = 0 + x%31
-	missing |= ^b[bit/64%8] >> (bit % 64)
+	present &= b[bit/64] >> (bit % 64)
 	bit = 31 + x%37
-	missing |= ^b[bit/64%8] >> (bit % 64)
+	present &= b[bit/64] >> (bit % 64)
 	bit = 68 + x%41
-	missing |= ^b[bit/64%8] >> (bit % 64)
+	present &= b[bit/64] >> (bit % 64)
 	bit = 109 + x%43
-	missing |= ^b[bit/64%8] >> (bit % 64)
+	present &= b[bit/64] >> (bit % 64)
 	bit = 152 + x%46
-	missing |= ^b[bit/64%8] >> (bit % 64)
+	present &= b[bit/64] >> (bit % 64)
 	bit = 198 + x%47
-	missing |= ^b[bit/64%8] >> (bit % 64)
+	present &= b[bit/64] >> (bit % 64)
 	bit = 245 + x%49
-	missing |= ^b[bit/64%8] >> (bit % 64)
+	present &= b[bit/64] >> (bit % 64)
 	bit = 294 + x%51
-	missing |= ^b[bit/64%8] >> (bit % 64)
+	present &= b[bit/64] >> (bit % 64)
 	bit = 345 + x%53
-	missing |= ^b[bit/64%8] >> (bit % 64)
+	present &= b[bit/64] >> (bit % 64)
 	bit = 398 + x%55
-	missing |= ^b[bit/64%8] >> (bit % 64)
+	present &= b[bit/64] >> (bit % 64)
 	bit = 453 + x%59
-	missing |= ^b[bit/64%8] >> (bit % 64)
-	return missing&1 == 0
+	present &= b[bit/64] >> (bit % 64)
+	return present&1 != 0
 }
 
 func atomicTest11(b *block, x uint32) bool {
-	var missing uint64
+	present := ^uint64(0)
 	var bit uint32
 	bit = 0 + x%31
-	missing |= ^atomic.LoadUint64(&b[bit/64%8]) >> (bit % 64)
+	present &= atomic.LoadUint64(&b[bit/64]) >> (bit % 64)
 	bit = 31 + x%37
-	missing |= ^atomic.LoadUint64(&b[bit/64%8]) >> (bit % 64)
+	present &= atomic.LoadUint64(&b[bit/64]) >> (bit % 64)
 	bit = 68 + x%41
-	missing |= ^atomic.LoadUint64(&b[bit/64%8]) >> (bit % 64)
+	present &= atomic.LoadUint64(&b[bit/64]) >> (bit % 64)
 	bit = 109 + x%43
-	missing |= ^atomic.LoadUint64(&b[bit/64%8]) >> (bit % 64)
+	present &= atomic.LoadUint64(&b[bit/64]) >> (bit % 64)
 	bit = 152 + x%46
-	missing |= ^atomic.LoadUint64(&b[bit/64%8]) >> (bit % 64)
+	present &= atomic.LoadUint64(&b[bit/64]) >> (bit % 64)
 	bit = 198 + x%47
-	missing |= ^atomic.LoadUint64(&b[bit/64%8]) >> (bit % 64)
+	present &= atomic.LoadUint64(&b[bit/64]) >> (bit % 64)
 	bit = 245 + x%49
-	missing |= ^atomic.LoadUint64(&b[bit/64%8]) >> (bit % 64)
+	present &= atomic.LoadUint64(&b[bit/64]) >> (bit % 64)
 	bit = 294 + x%51
-	missing |= ^atomic.LoadUint64(&b[bit/64%8]) >> (bit % 64)
+	present &= atomic.LoadUint64(&b[bit/64]) >> (bit % 64)
 	bit = 345 + x%53
-	missing |= ^atomic.LoadUint64(&b[bit/64%8]) >> (bit % 64)
+	present &= atomic.LoadUint64(&b[bit/64]) >> (bit % 64)
 	bit = 398 + x%55
-	missing |= ^atomic.LoadUint64(&b[bit/64%8]) >> (bit % 64)
+	present &= atomic.LoadUint64(&b[bit/64]) >> (bit % 64)
 	bit = 453 + x%59
-	missing |= ^atomic.LoadUint64(&b[bit/64%8]) >> (bit % 64)
-	return missing&1 == 0
+	present &= atomic.LoadUint64(&b[bit/64]) >> (bit % 64)
+	return present&1 != 0
 }
 
 func add11(b *block, x uint32) {
 	var bit uint32
 	bit = 0 + x%31
-	b[bit/64%8] |= 1 << (bit % 64)
+	b[bit/64] |= 1 << (bit % 64)
 	bit = 31 + x%37
-	b[bit/64%8] |= 1 << (bit % 64)
+	b[bit/64] |= 1 << (bit % 64)
 	bit = 68 + x%41
-	b[bit/64%8] |= 1 << (bit % 64)
+	b[bit/64] |= 1 << (bit % 64)
 	bit = 109 + x%43
-	b[bit/64%8] |= 1 << (bit % 64)
+	b[bit/64] |= 1 << (bit % 64)
 	bit = 152 + x%46
-	b[bit/64%8] |= 1 << (bit % 64)
+	b[bit/64] |= 1 << (bit % 64)
 	bit = 198 + x%47
-	b[bit/64%8] |= 1 << (bit % 64)
+	b[bit/64] |= 1 << (bit % 64)
 	bit = 245 + x%49
-	b[bit/64%8] |= 1 << (bit % 64)
+	b[bit/64] |= 1 << (bit % 64)
 	bit = 294 + x%51
-	b[bit/64%8] |= 1 << (bit % 64)
+	b[bit/64] |= 1 << (bit % 64)
 	bit = 345 + x%53
-	b[bit/64%8] |= 1 << (bit % 64)
+	b[bit/64] |= 1 << (bit % 64)
 	bit = 398 + x%55
-	b[bit/64%8] |= 1 << (bit % 64)
+	b[bit/64] |= 1 << (bit % 64)
 	bit = 453 + x%59
-	b[bit/64%8] |= 1 << (bit % 64)
+	b[bit/64] |= 1 << (bit % 64)
 }
 
 func mask11(x uint32) (m0, m1, m2, m3, m4, m5, m6, m7 uint64) {
@@ -804,91 +804,91 @@ func mask11(x uint32) (m0, m1, m2, m3, m4, m5, m6, m7 uint64) {
 }
 
 func test12(b *block, x uint32) bool {
-	var missing uint64
+	present := ^uint64(0)
 	var bit uint32
 	bit = 0 + x%23
-	missing |= ^b[bit/64%8] >> (bit % 64)
+	present &= b[bit/64] >> (bit % 64)
 	bit = 23 + x%29
-	missing |= ^b[bit/64%8] >> (bit % 64)
+	present &= b[bit/64] >> (bit % 64)
 	bit = 52 + x%31
-	missing |= ^b[bit/64%8] >> (bit % 64)
+	present &= b[bit/64] >> (bit % 64)
 	bit = 83 + x%37
-	missing |= ^b[bit/64%8] >> (bit % 64)
+	present &= b[bit/64] >> (bit % 64)
 	bit = 120 + x%39
-	missing |= ^b[bit/64%8] >> (bit % 64)
+	present &= b[bit/64] >> (bit % 64)
 	bit = 159 + x%41
-	missing |= ^b[bit/64%8] >> (bit % 64)
+	present &= b[bit/64] >> (bit % 64)
 	bit = 200 + x%43
-	missing |= ^b[bit/64%8] >> (bit % 64)
+	present &= b[bit/64] >> (bit % 64)
 	bit = 243 + x%47
-	missing |= ^b[bit/64%8] >> (bit % 64)
+	present &= b[bit/64] >> (bit % 64)
 	bit = 290 + x%49
-	missing |= ^b[bit/64%8] >> (bit % 64)
+	present &= b[bit/64] >> (bit % 64)
 	bit = 339 + x%53
-	missing |= ^b[bit/64%8] >> (bit % 64)
+	present &= b[bit/64] >> (bit % 64)
 	bit = 392 + x%59
-	missing |= ^b[bit/64%8] >> (bit % 64)
+	present &= b[bit/64] >> (bit % 64)
 	bit = 451 + x%61
-	missing |= ^b[bit/64%8] >> (bit % 64)
-	return missing&1 == 0
+	present &= b[bit/64] >> (bit % 64)
+	return present&1 != 0
 }
 
 func atomicTest12(b *block, x uint32) bool {
-	var missing uint64
+	present := ^uint64(0)
 	var bit uint32
 	bit = 0 + x%23
-	missing |= ^atomic.LoadUint64(&b[bit/64%8]) >> (bit % 64)
+	present &= atomic.LoadUint64(&b[bit/64]) >> (bit % 64)
 	bit = 23 + x%29
-	missing |= ^atomic.LoadUint64(&b[bit/64%8]) >> (bit % 64)
+	present &= atomic.LoadUint64(&b[bit/64]) >> (bit % 64)
 	bit = 52 + x%31
-	missing |= ^atomic.LoadUint64(&b[bit/64%8]) >> (bit % 64)
+	present &= atomic.LoadUint64(&b[bit/64]) >> (bit % 64)
 	bit = 83 + x%37
-	missing |= ^atomic.LoadUint64(&b[bit/64%8]) >> (bit % 64)
+	present &= atomic.LoadUint64(&b[bit/64]) >> (bit % 64)
 	bit = 120 + x%39
-	missing |= ^atomic.LoadUint64(&b[bit/64%8]) >> (bit % 64)
+	present &= atomic.LoadUint64(&b[bit/64]) >> (bit % 64)
 	bit = 159 + x%41
-	missing |= ^atomic.LoadUint64(&b[bit/64%8]) >> (bit % 64)
+	present &= atomic.LoadUint64(&b[bit/64]) >> (bit % 64)
 	bit = 200 + x%43
-	missing |= ^atomic.LoadUint64(&b[bit/64%8]) >> (bit % 64)
+	present &= atomic.LoadUint64(&b[bit/64]) >> (bit % 64)
 	bit = 243 + x%47
-	missing |= ^atomic.LoadUint64(&b[bit/64%8]) >> (bit % 64)
+	present &= atomic.LoadUint64(&b[bit/64]) >> (bit % 64)
 	bit = 290 + x%49
-	missing |= ^atomic.LoadUint64(&b[bit/64%8]) >> (bit % 64)
+	present &= atomic.LoadUint64(&b[bit/64]) >> (bit % 64)
 	bit = 339 + x%53
-	missing |= ^atomic.LoadUint64(&b[bit/64%8]) >> (bit % 64)
+	present &= atomic.LoadUint64(&b[bit/64]) >> (bit % 64)
 	bit = 392 + x%59
-	missing |= ^atomic.LoadUint64(&b[bit/64%8]) >> (bit % 64)
+	present &= atomic.LoadUint64(&b[bit/64]) >> (bit % 64)
 	bit = 451 + x%61
-	missing |= ^atomic.LoadUint64(&b[bit/64%8]) >> (bit % 64)
-	return missing&1 == 0
+	present &= atomic.LoadUint64(&b[bit/64]) >> (bit % 64)
+	return present&1 != 0
 }
 
 func add12(b *block, x uint32) {
 	var bit uint32
 	bit = 0 + x%23
-	b[bit/64%8] |= 1 << (bit % 64)
+	b[bit/64] |= 1 << (bit % 64)
 	bit = 23 + x%29
-	b[bit/64%8] |= 1 << (bit % 64)
+	b[bit/64] |= 1 << (bit % 64)
 	bit = 52 + x%31
-	b[bit/64%8] |= 1 << (bit % 64)
+	b[bit/64] |= 1 << (bit % 64)
 	bit = 83 + x%37
-	b[bit/64%8] |= 1 << (bit % 64)
+	b[bit/64] |= 1 << (bit % 64)
 	bit = 120 + x%39
-	b[bit/64%8] |= 1 << (bit % 64)
+	b[bit/64] |= 1 << (bit % 64)
 	bit = 159 + x%41
-	b[bit/64%8] |= 1 << (bit % 64)
+	b[bit/64] |= 1 << (bit % 64)
 	bit = 200 + x%43
-	b[bit/64%8] |= 1 << (bit % 64)
+	b[bit/64] |= 1 << (bit % 64)
 	bit = 243 + x%47
-	b[bit/64%8] |= 1 << (bit % 64)
+	b[bit/64] |= 1 << (bit % 64)
 	bit = 290 + x%49
-	b[bit/64%8] |= 1 << (bit % 64)
+	b[bit/64] |= 1 << (bit % 64)
 	bit = 339 + x%53
-	b[bit/64%8] |= 1 << (bit % 64)
+	b[bit/64] |= 1 << (bit % 64)
 	bit = 392 + x%59
-	b[bit/64%8] |= 1 << (bit % 64)
+	b[bit/64] |= 1 << (bit % 64)
 	bit = 451 + x%61
-	b[bit/64%8] |= 1 << (bit % 64)
+	b[bit/64] |= 1 << (bit % 64)
 }
 
 func mask12(x uint32) (m0, m1, m2, m3, m4, m5, m6, m7 uint64) {
@@ -928,97 +928,97 @@ func mask12(x uint32) (m0, m1, m2, m3, m4, m5, m6, m7 uint64) {
 }
 
 func test13(b *block, x uint32) bool {
-	var missing uint64
+	present := ^uint64(0)
 	var bit uint32
 	bit = 0 + x%23
-	missing |= ^b[bit/64%8] >> (bit % 64)
+	present &= b[bit/64] >> (bit % 64)
 	bit = 23 + x%25
-	missing |= ^b[bit/64%8] >> (bit % 64)
+	present &= b[bit/64] >> (bit % 64)
 	bit = 48 + x%29
-	missing |= ^b[bit/64%8] >> (bit % 64)
+	present &= b[bit/64] >> (bit % 64)
 	bit = 77 + x%31
-	missing |= ^b[bit/64%8] >> (bit % 64)
+	present &= b[bit/64] >> (bit % 64)
 	bit = 108 + x%34
-	missing |= ^b[bit/64%8] >> (bit % 64)
+	present &= b[bit/64] >> (bit % 64)
 	bit = 142 + x%37
-	missing |= ^b[bit/64%8] >> (bit % 64)
+	present &= b[bit/64] >> (bit % 64)
 	bit = 179 + x%39
-	missing |= ^b[bit/64%8] >> (bit % 64)
+	present &= b[bit/64] >> (bit % 64)
 	bit = 218 + x%41
-	missing |= ^b[bit/64%8] >> (bit % 64)
+	present &= b[bit/64] >> (bit % 64)
 	bit = 259 + x%43
-	missing |= ^b[bit/64%8] >> (bit % 64)
+	present &= b[bit/64] >> (bit % 64)
 	bit = 302 + x%47
-	missing |= ^b[bit/64%8] >> (bit % 64)
+	present &= b[bit/64] >> (bit % 64)
 	bit = 349 + x%49
-	missing |= ^b[bit/64%8] >> (bit % 64)
+	present &= b[bit/64] >> (bit % 64)
 	bit = 398 + x%53
-	missing |= ^b[bit/64%8] >> (bit % 64)
+	present &= b[bit/64] >> (bit % 64)
 	bit = 451 + x%61
-	missing |= ^b[bit/64%8] >> (bit % 64)
-	return missing&1 == 0
+	present &= b[bit/64] >> (bit % 64)
+	return present&1 != 0
 }
 
 func atomicTest13(b *block, x uint32) bool {
-	var missing uint64
+	present := ^uint64(0)
 	var bit uint32
 	bit = 0 + x%23
-	missing |= ^atomic.LoadUint64(&b[bit/64%8]) >> (bit % 64)
+	present &= atomic.LoadUint64(&b[bit/64]) >> (bit % 64)
 	bit = 23 + x%25
-	missing |= ^atomic.LoadUint64(&b[bit/64%8]) >> (bit % 64)
+	present &= atomic.LoadUint64(&b[bit/64]) >> (bit % 64)
 	bit = 48 + x%29
-	missing |= ^atomic.LoadUint64(&b[bit/64%8]) >> (bit % 64)
+	present &= atomic.LoadUint64(&b[bit/64]) >> (bit % 64)
 	bit = 77 + x%31
-	missing |= ^atomic.LoadUint64(&b[bit/64%8]) >> (bit % 64)
+	present &= atomic.LoadUint64(&b[bit/64]) >> (bit % 64)
 	bit = 108 + x%34
-	missing |= ^atomic.LoadUint64(&b[bit/64%8]) >> (bit % 64)
+	present &= atomic.LoadUint64(&b[bit/64]) >> (bit % 64)
 	bit = 142 + x%37
-	missing |= ^atomic.LoadUint64(&b[bit/64%8]) >> (bit % 64)
+	present &= atomic.LoadUint64(&b[bit/64]) >> (bit % 64)
 	bit = 179 + x%39
-	missing |= ^atomic.LoadUint64(&b[bit/64%8]) >> (bit % 64)
+	present &= atomic.LoadUint64(&b[bit/64]) >> (bit % 64)
 	bit = 218 + x%41
-	missing |= ^atomic.LoadUint64(&b[bit/64%8]) >> (bit % 64)
+	present &= atomic.LoadUint64(&b[bit/64]) >> (bit % 64)
 	bit = 259 + x%43
-	missing |= ^atomic.LoadUint64(&b[bit/64%8]) >> (bit % 64)
+	present &= atomic.LoadUint64(&b[bit/64]) >> (bit % 64)
 	bit = 302 + x%47
-	missing |= ^atomic.LoadUint64(&b[bit/64%8]) >> (bit % 64)
+	present &= atomic.LoadUint64(&b[bit/64]) >> (bit % 64)
 	bit = 349 + x%49
-	missing |= ^atomic.LoadUint64(&b[bit/64%8]) >> (bit % 64)
+	present &= atomic.LoadUint64(&b[bit/64]) >> (bit % 64)
 	bit = 398 + x%53
-	missing |= ^atomic.LoadUint64(&b[bit/64%8]) >> (bit % 64)
+	present &= atomic.LoadUint64(&b[bit/64]) >> (bit % 64)
 	bit = 451 + x%61
-	missing |= ^atomic.LoadUint64(&b[bit/64%8]) >> (bit % 64)
-	return missing&1 == 0
+	present &= atomic.LoadUint64(&b[bit/64]) >> (bit % 64)
+	return present&1 != 0
 }
 
 func add13(b *block, x uint32) {
 	var bit uint32
 	bit = 0 + x%23
-	b[bit/64%8] |= 1 << (bit % 64)
+	b[bit/64] |= 1 << (bit % 64)
 	bit = 23 + x%25
-	b[bit/64%8] |= 1 << (bit % 64)
+	b[bit/64] |= 1 << (bit % 64)
 	bit = 48 + x%29
-	b[bit/64%8] |= 1 << (bit % 64)
+	b[bit/64] |= 1 << (bit % 64)
 	bit = 77 + x%31
-	b[bit/64%8] |= 1 << (bit % 64)
+	b[bit/64] |= 1 << (bit % 64)
 	bit = 108 + x%34
-	b[bit/64%8] |= 1 << (bit % 64)
+	b[bit/64] |= 1 << (bit % 64)
 	bit = 142 + x%37
-	b[bit/64%8] |= 1 << (bit % 64)
+	b[bit/64] |= 1 << (bit % 64)
 	bit = 179 + x%39
-	b[bit/64%8] |= 1 << (bit % 64)
+	b[bit/64] |= 1 << (bit % 64)
 	bit = 218 + x%41
-	b[bit/64%8] |= 1 << (bit % 64)
+	b[bit/64] |= 1 << (bit % 64)
 	bit = 259 + x%43
-	b[bit/64%8] |= 1 << (bit % 64)
+	b[bit/64] |= 1 << (bit % 64)
 	bit = 302 + x%47
-	b[bit/64%8] |= 1 << (bit % 64)
+	b[bit/64] |= 1 << (bit % 64)
 	bit = 349 + x%49
-	b[bit/64%8] |= 1 << (bit % 64)
+	b[bit/64] |= 1 << (bit % 64)
 	bit = 398 + x%53
-	b[bit/64%8] |= 1 << (bit % 64)
+	b[bit/64] |= 1 << (bit % 64)
 	bit = 451 + x%61
-	b[bit/64%8] |= 1 << (bit % 64)
+	b[bit/64] |= 1 << (bit % 64)
 }
 
 func mask13(x uint32) (m0, m1, m2, m3, m4, m5, m6, m7 uint64) {
@@ -1060,103 +1060,103 @@ func mask13(x uint32) (m0, m1, m2, m3, m4, m5, m6, m7 uint64) {
 }
 
 func test14(b *block, x uint32) bool {
-	var missing uint64
+	present := ^uint64(0)
 	var bit uint32
 	bit = 0 + x%17
-	missing |= ^b[bit/64%8] >> (bit % 64)
+	present &= b[bit/64] >> (bit % 64)
 	bit = 17 + x%19
-	missing |= ^b[bit/64%8] >> (bit % 64)
+	present &= b[bit/64] >> (bit % 64)
 	bit = 36 + x%23
-	missing |= ^b[bit/64%8] >> (bit % 64)
+	present &= b[bit/64] >> (bit % 64)
 	bit = 59 + x%25
-	missing |= ^b[bit/64%8] >> (bit % 64)
+	present &= b[bit/64] >> (bit % 64)
 	bit = 84 + x%29
-	missing |= ^b[bit/64%8] >> (bit % 64)
+	present &= b[bit/64] >> (bit % 64)
 	bit = 113 + x%31
-	missing |= ^b[bit/64%8] >> (bit % 64)
+	present &= b[bit/64] >> (bit % 64)
 	bit = 144 + x%37
-	missing |= ^b[bit/64%8] >> (bit % 64)
+	present &= b[bit/64] >> (bit % 64)
 	bit = 181 + x%39
-	missing |= ^b[bit/64%8] >> (bit % 64)
+	present &= b[bit/64] >> (bit % 64)
 	bit = 220 + x%41
-	missing |= ^b[bit/64%8] >> (bit % 64)
+	present &= b[bit/64] >> (bit % 64)
 	bit = 261 + x%43
-	missing |= ^b[bit/64%8] >> (bit % 64)
+	present &= b[bit/64] >> (bit % 64)
 	bit = 304 + x%47
-	missing |= ^b[bit/64%8] >> (bit % 64)
+	present &= b[bit/64] >> (bit % 64)
 	bit = 351 + x%49
-	missing |= ^b[bit/64%8] >> (bit % 64)
+	present &= b[bit/64] >> (bit % 64)
 	bit = 400 + x%53
-	missing |= ^b[bit/64%8] >> (bit % 64)
+	present &= b[bit/64] >> (bit % 64)
 	bit = 453 + x%59
-	missing |= ^b[bit/64%8] >> (bit % 64)
-	return missing&1 == 0
+	present &= b[bit/64] >> (bit % 64)
+	return present&1 != 0
 }
 
 func atomicTest14(b *block, x uint32) bool {
-	var missing uint64
+	present := ^uint64(0)
 	var bit uint32
 	bit = 0 + x%17
-	missing |= ^atomic.LoadUint64(&b[bit/64%8]) >> (bit % 64)
+	present &= atomic.LoadUint64(&b[bit/64]) >> (bit % 64)
 	bit = 17 + x%19
-	missing |= ^atomic.LoadUint64(&b[bit/64%8]) >> (bit % 64)
+	present &= atomic.LoadUint64(&b[bit/64]) >> (bit % 64)
 	bit = 36 + x%23
-	missing |= ^atomic.LoadUint64(&b[bit/64%8]) >> (bit % 64)
+	present &= atomic.LoadUint64(&b[bit/64]) >> (bit % 64)
 	bit = 59 + x%25
-	missing |= ^atomic.LoadUint64(&b[bit/64%8]) >> (bit % 64)
+	present &= atomic.LoadUint64(&b[bit/64]) >> (bit % 64)
 	bit = 84 + x%29
-	missing |= ^atomic.LoadUint64(&b[bit/64%8]) >> (bit % 64)
+	present &= atomic.LoadUint64(&b[bit/64]) >> (bit % 64)
 	bit = 113 + x%31
-	missing |= ^atomic.LoadUint64(&b[bit/64%8]) >> (bit % 64)
+	present &= atomic.LoadUint64(&b[bit/64]) >> (bit % 64)
 	bit = 144 + x%37
-	missing |= ^atomic.LoadUint64(&b[bit/64%8]) >> (bit % 64)
+	present &= atomic.LoadUint64(&b[bit/64]) >> (bit % 64)
 	bit = 181 + x%39
-	missing |= ^atomic.LoadUint64(&b[bit/64%8]) >> (bit % 64)
+	present &= atomic.LoadUint64(&b[bit/64]) >> (bit % 64)
 	bit = 220 + x%41
-	missing |= ^atomic.LoadUint64(&b[bit/64%8]) >> (bit % 64)
+	present &= atomic.LoadUint64(&b[bit/64]) >> (bit % 64)
 	bit = 261 + x%43
-	missing |= ^atomic.LoadUint64(&b[bit/64%8]) >> (bit % 64)
+	present &= atomic.LoadUint64(&b[bit/64]) >> (bit % 64)
 	bit = 304 + x%47
-	missing |= ^atomic.LoadUint64(&b[bit/64%8]) >> (bit % 64)
+	present &= atomic.LoadUint64(&b[bit/64]) >> (bit % 64)
 	bit = 351 + x%49
-	missing |= ^atomic.LoadUint64(&b[bit/64%8]) >> (bit % 64)
+	present &= atomic.LoadUint64(&b[bit/64]) >> (bit % 64)
 	bit = 400 + x%53
-	missing |= ^atomic.LoadUint64(&b[bit/64%8]) >> (bit % 64)
+	present &= atomic.LoadUint64(&b[bit/64]) >> (bit % 64)
 	bit = 453 + x%59
-	missing |= ^atomic.LoadUint64(&b[bit/64%8]) >> (bit % 64)
-	return missing&1 == 0
+	present &= atomic.LoadUint64(&b[bit/64]) >> (bit % 64)
+	return present&1 != 0
 }
 
 func add14(b *block, x uint32) {
 	var bit uint32
 	bit = 0 + x%17
-	b[bit/64%8] |= 1 << (bit % 64)
+	b[bit/64] |= 1 << (bit % 64)
 	bit = 17 + x%19
-	b[bit/64%8] |= 1 << (bit % 64)
+	b[bit/64] |= 1 << (bit % 64)
 	bit = 36 + x%23
-	b[bit/64%8] |= 1 << (bit % 64)
+	b[bit/64] |= 1 << (bit % 64)
 	bit = 59 + x%25
-	b[bit/64%8] |= 1 << (bit % 64)
+	b[bit/64] |= 1 << (bit % 64)
 	bit = 84 + x%29
-	b[bit/64%8] |= 1 << (bit % 64)
+	b[bit/64] |= 1 << (bit % 64)
 	bit = 113 + x%31
-	b[bit/64%8] |= 1 << (bit % 64)
+	b[bit/64] |= 1 << (bit % 64)
 	bit = 144 + x%37
-	b[bit/64%8] |= 1 << (bit % 64)
+	b[bit/64] |= 1 << (bit % 64)
 	bit = 181 + x%39
-	b[bit/64%8] |= 1 << (bit % 64)
+	b[bit/64] |= 1 << (bit % 64)
 	bit = 220 + x%41
-	b[bit/64%8] |= 1 << (bit % 64)
+	b[bit/64] |= 1 << (bit % 64)
 	bit = 261 + x%43
-	b[bit/64%8] |= 1 << (bit % 64)
+	b[bit/64] |= 1 << (bit % 64)
 	bit = 304 + x%47
-	b[bit/64%8] |= 1 << (bit % 64)
+	b[bit/64] |= 1 << (bit % 64)
 	bit = 351 + x%49
-	b[bit/64%8] |= 1 << (bit % 64)
+	b[bit/64] |= 1 << (bit % 64)
 	bit = 400 + x%53
-	b[bit/64%8] |= 1 << (bit % 64)
+	b[bit/64] |= 1 << (bit % 64)
 	bit = 453 + x%59
-	b[bit/64%8] |= 1 << (bit % 64)
+	b[bit/64] |= 1 << (bit % 64)
 }
 
 func mask14(x uint32) (m0, m1, m2, m3, m4, m5, m6, m7 uint64) {
@@ -1200,109 +1200,109 @@ func mask14(x uint32) (m0, m1, m2, m3, m4, m5, m6, m7 uint64) {
 }
 
 func test15(b *block, x uint32) bool {
-	var missing uint64
+	present := ^uint64(0)
 	var bit uint32
 	bit = 0 + x%13
-	missing |= ^b[bit/64%8] >> (bit % 64)
+	present &= b[bit/64] >> (bit % 64)
 	bit = 13 + x%17
-	missing |= ^b[bit/64%8] >> (bit % 64)
+	present &= b[bit/64] >> (bit % 64)
 	bit = 30 + x%19
-	missing |= ^b[bit/64%8] >> (bit % 64)
+	present &= b[bit/64] >> (bit % 64)
 	bit = 49 + x%23
-	missing |= ^b[bit/64%8] >> (bit % 64)
+	present &= b[bit/64] >> (bit % 64)
 	bit = 72 + x%29
-	missing |= ^b[bit/64%8] >> (bit % 64)
+	present &= b[bit/64] >> (bit % 64)
 	bit = 101 + x%31
-	missing |= ^b[bit/64%8] >> (bit % 64)
+	present &= b[bit/64] >> (bit % 64)
 	bit = 132 + x%32
-	missing |= ^b[bit/64%8] >> (bit % 64)
+	present &= b[bit/64] >> (bit % 64)
 	bit = 164 + x%33
-	missing |= ^b[bit/64%8] >> (bit % 64)
+	present &= b[bit/64] >> (bit % 64)
 	bit = 197 + x%35
-	missing |= ^b[bit/64%8] >> (bit % 64)
+	present &= b[bit/64] >> (bit % 64)
 	bit = 232 + x%37
-	missing |= ^b[bit/64%8] >> (bit % 64)
+	present &= b[bit/64] >> (bit % 64)
 	bit = 269 + x%41
-	missing |= ^b[bit/64%8] >> (bit % 64)
+	present &= b[bit/64] >> (bit % 64)
 	bit = 310 + x%43
-	missing |= ^b[bit/64%8] >> (bit % 64)
+	present &= b[bit/64] >> (bit % 64)
 	bit = 353 + x%47
-	missing |= ^b[bit/64%8] >> (bit % 64)
+	present &= b[bit/64] >> (bit % 64)
 	bit = 400 + x%53
-	missing |= ^b[bit/64%8] >> (bit % 64)
+	present &= b[bit/64] >> (bit % 64)
 	bit = 453 + x%59
-	missing |= ^b[bit/64%8] >> (bit % 64)
-	return missing&1 == 0
+	present &= b[bit/64] >> (bit % 64)
+	return present&1 != 0
 }
 
 func atomicTest15(b *block, x uint32) bool {
-	var missing uint64
+	present := ^uint64(0)
 	var bit uint32
 	bit = 0 + x%13
-	missing |= ^atomic.LoadUint64(&b[bit/64%8]) >> (bit % 64)
+	present &= atomic.LoadUint64(&b[bit/64]) >> (bit % 64)
 	bit = 13 + x%17
-	missing |= ^atomic.LoadUint64(&b[bit/64%8]) >> (bit % 64)
+	present &= atomic.LoadUint64(&b[bit/64]) >> (bit % 64)
 	bit = 30 + x%19
-	missing |= ^atomic.LoadUint64(&b[bit/64%8]) >> (bit % 64)
+	present &= atomic.LoadUint64(&b[bit/64]) >> (bit % 64)
 	bit = 49 + x%23
-	missing |= ^atomic.LoadUint64(&b[bit/64%8]) >> (bit % 64)
+	present &= atomic.LoadUint64(&b[bit/64]) >> (bit % 64)
 	bit = 72 + x%29
-	missing |= ^atomic.LoadUint64(&b[bit/64%8]) >> (bit % 64)
+	present &= atomic.LoadUint64(&b[bit/64]) >> (bit % 64)
 	bit = 101 + x%31
-	missing |= ^atomic.LoadUint64(&b[bit/64%8]) >> (bit % 64)
+	present &= atomic.LoadUint64(&b[bit/64]) >> (bit % 64)
 	bit = 132 + x%32
-	missing |= ^atomic.LoadUint64(&b[bit/64%8]) >> (bit % 64)
+	present &= atomic.LoadUint64(&b[bit/64]) >> (bit % 64)
 	bit = 164 + x%33
-	missing |= ^atomic.LoadUint64(&b[bit/64%8]) >> (bit % 64)
+	present &= atomic.LoadUint64(&b[bit/64]) >> (bit % 64)
 	bit = 197 + x%35
-	missing |= ^atomic.LoadUint64(&b[bit/64%8]) >> (bit % 64)
+	present &= atomic.LoadUint64(&b[bit/64]) >> (bit % 64)
 	bit = 232 + x%37
-	missing |= ^atomic.LoadUint64(&b[bit/64%8]) >> (bit % 64)
+	present &= atomic.LoadUint64(&b[bit/64]) >> (bit % 64)
 	bit = 269 + x%41
-	missing |= ^atomic.LoadUint64(&b[bit/64%8]) >> (bit % 64)
+	present &= atomic.LoadUint64(&b[bit/64]) >> (bit % 64)
 	bit = 310 + x%43
-	missing |= ^atomic.LoadUint64(&b[bit/64%8]) >> (bit % 64)
+	present &= atomic.LoadUint64(&b[bit/64]) >> (bit % 64)
 	bit = 353 + x%47
-	missing |= ^atomic.LoadUint64(&b[bit/64%8]) >> (bit % 64)
+	present &= atomic.LoadUint64(&b[bit/64]) >> (bit % 64)
 	bit = 400 + x%53
-	missing |= ^atomic.LoadUint64(&b[bit/64%8]) >> (bit % 64)
+	present &= atomic.LoadUint64(&b[bit/64]) >> (bit % 64)
 	bit = 453 + x%59
-	missing |= ^atomic.LoadUint64(&b[bit/64%8]) >> (bit % 64)
-	return missing&1 == 0
+	present &= atomic.LoadUint64(&b[bit/64]) >> (bit % 64)
+	return present&1 != 0
 }
 
 func add15(b *block, x uint32) {
 	var bit uint32
 	bit = 0 + x%13
-	b[bit/64%8] |= 1 << (bit % 64)
+	b[bit/64] |= 1 << (bit % 64)
 	bit = 13 + x%17
-	b[bit/64%8] |= 1 << (bit % 64)
+	b[bit/64] |= 1 << (bit % 64)
 	bit = 30 + x%19
-	b[bit/64%8] |= 1 << (bit % 64)
+	b[bit/64] |= 1 << (bit % 64)
 	bit = 49 + x%23
-	b[bit/64%8] |= 1 << (bit % 64)
+	b[bit/64] |= 1 << (bit % 64)
 	bit = 72 + x%29
-	b[bit/64%8] |= 1 << (bit % 64)
+	b[bit/64] |= 1 << (bit % 64)
 	bit = 101 + x%31
-	b[bit/64%8] |= 1 << (bit % 64)
+	b[bit/64] |= 1 << (bit % 64)
 	bit = 132 + x%32
-	b[bit/64%8] |= 1 << (bit % 64)
+	b[bit/64] |= 1 << (bit % 64)
 	bit = 164 + x%33
-	b[bit/64%8] |= 1 << (bit % 64)
+	b[bit/64] |= 1 << (bit % 64)
 	bit = 197 + x%35
-	b[bit/64%8] |= 1 << (bit % 64)
+	b[bit/64] |= 1 << (bit % 64)
 	bit = 232 + x%37
-	b[bit/64%8] |= 1 << (bit % 64)
+	b[bit/64] |= 1 << (bit % 64)
 	bit = 269 + x%41
-	b[bit/64%8] |= 1 << (bit % 64)
+	b[bit/64] |= 1 << (bit % 64)
 	bit = 310 + x%43
-	b[bit/64%8] |= 1 << (bit % 64)
+	b[bit/64] |= 1 << (bit % 64)
 	bit = 353 + x%47
-	b[bit/64%8] |= 1 << (bit % 64)
+	b[bit/64] |= 1 << (bit % 64)
 	bit = 400 + x%53
-	b[bit/64%8] |= 1 << (bit % 64)
+	b[bit/64] |= 1 << (bit % 64)
 	bit = 453 + x%59
-	b[bit/64%8] |= 1 << (bit % 64)
+	b[bit/64] |= 1 << (bit % 64)
 }
 
 func mask15(x uint32) (m0, m1, m2, m3, m4, m5, m6, m7 uint64) {
@@ -1348,115 +1348,115 @@ func mask15(x uint32) (m0, m1, m2, m3, m4, m5, m6, m7 uint64) {
 }
 
 func test16(b *block, x uint32) bool {
-	var missing uint64
+	present := ^uint64(0)
 	var bit uint32
 	bit = 0 + x%7
-	missing |= ^b[bit/64%8] >> (bit % 64)
+	present &= b[bit/64] >> (bit % 64)
 	bit = 7 + x%9
-	missing |= ^b[bit/64%8] >> (bit % 64)
+	present &= b[bit/64] >> (bit % 64)
 	bit = 16 + x%11
-	missing |= ^b[bit/64%8] >> (bit % 64)
+	present &= b[bit/64] >> (bit % 64)
 	bit = 27 + x%17
-	missing |= ^b[bit/64%8] >> (bit % 64)
+	present &= b[bit/64] >> (bit % 64)
 	bit = 44 + x%19
-	missing |= ^b[bit/64%8] >> (bit % 64)
+	present &= b[bit/64] >> (bit % 64)
 	bit = 63 + x%23
-	missing |= ^b[bit/64%8] >> (bit % 64)
+	present &= b[bit/64] >> (bit % 64)
 	bit = 86 + x%25
-	missing |= ^b[bit/64%8] >> (bit % 64)
+	present &= b[bit/64] >> (bit % 64)
 	bit = 111 + x%29
-	missing |= ^b[bit/64%8] >> (bit % 64)
+	present &= b[bit/64] >> (bit % 64)
 	bit = 140 + x%31
-	missing |= ^b[bit/64%8] >> (bit % 64)
+	present &= b[bit/64] >> (bit % 64)
 	bit = 171 + x%37
-	missing |= ^b[bit/64%8] >> (bit % 64)
+	present &= b[bit/64] >> (bit % 64)
 	bit = 208 + x%41
-	missing |= ^b[bit/64%8] >> (bit % 64)
+	present &= b[bit/64] >> (bit % 64)
 	bit = 249 + x%43
-	missing |= ^b[bit/64%8] >> (bit % 64)
+	present &= b[bit/64] >> (bit % 64)
 	bit = 292 + x%47
-	missing |= ^b[bit/64%8] >> (bit % 64)
+	present &= b[bit/64] >> (bit % 64)
 	bit = 339 + x%53
-	missing |= ^b[bit/64%8] >> (bit % 64)
+	present &= b[bit/64] >> (bit % 64)
 	bit = 392 + x%59
-	missing |= ^b[bit/64%8] >> (bit % 64)
+	present &= b[bit/64] >> (bit % 64)
 	bit = 451 + x%61
-	missing |= ^b[bit/64%8] >> (bit % 64)
-	return missing&1 == 0
+	present &= b[bit/64] >> (bit % 64)
+	return present&1 != 0
 }
 
 func atomicTest16(b *block, x uint32) bool {
-	var missing uint64
+	present := ^uint64(0)
 	var bit uint32
 	bit = 0 + x%7
-	missing |= ^atomic.LoadUint64(&b[bit/64%8]) >> (bit % 64)
+	present &= atomic.LoadUint64(&b[bit/64]) >> (bit % 64)
 	bit = 7 + x%9
-	missing |= ^atomic.LoadUint64(&b[bit/64%8]) >> (bit % 64)
+	present &= atomic.LoadUint64(&b[bit/64]) >> (bit % 64)
 	bit = 16 + x%11
-	missing |= ^atomic.LoadUint64(&b[bit/64%8]) >> (bit % 64)
+	present &= atomic.LoadUint64(&b[bit/64]) >> (bit % 64)
 	bit = 27 + x%17
-	missing |= ^atomic.LoadUint64(&b[bit/64%8]) >> (bit % 64)
+	present &= atomic.LoadUint64(&b[bit/64]) >> (bit % 64)
 	bit = 44 + x%19
-	missing |= ^atomic.LoadUint64(&b[bit/64%8]) >> (bit % 64)
+	present &= atomic.LoadUint64(&b[bit/64]) >> (bit % 64)
 	bit = 63 + x%23
-	missing |= ^atomic.LoadUint64(&b[bit/64%8]) >> (bit % 64)
+	present &= atomic.LoadUint64(&b[bit/64]) >> (bit % 64)
 	bit = 86 + x%25
-	missing |= ^atomic.LoadUint64(&b[bit/64%8]) >> (bit % 64)
+	present &= atomic.LoadUint64(&b[bit/64]) >> (bit % 64)
 	bit = 111 + x%29
-	missing |= ^atomic.LoadUint64(&b[bit/64%8]) >> (bit % 64)
+	present &= atomic.LoadUint64(&b[bit/64]) >> (bit % 64)
 	bit = 140 + x%31
-	missing |= ^atomic.LoadUint64(&b[bit/64%8]) >> (bit % 64)
+	present &= atomic.LoadUint64(&b[bit/64]) >> (bit % 64)
 	bit = 171 + x%37
-	missing |= ^atomic.LoadUint64(&b[bit/64%8]) >> (bit % 64)
+	present &= atomic.LoadUint64(&b[bit/64]) >> (bit % 64)
 	bit = 208 + x%41
-	missing |= ^atomic.LoadUint64(&b[bit/64%8]) >> (bit % 64)
+	present &= atomic.LoadUint64(&b[bit/64]) >> (bit % 64)
 	bit = 249 + x%43
-	missing |= ^atomic.LoadUint64(&b[bit/64%8]) >> (bit % 64)
+	present &= atomic.LoadUint64(&b[bit/64]) >> (bit % 64)
 	bit = 292 + x%47
-	missing |= ^atomic.LoadUint64(&b[bit/64%8]) >> (bit % 64)
+	present &= atomic.LoadUint64(&b[bit/64]) >> (bit % 64)
 	bit = 339 + x%53
-	missing |= ^atomic.LoadUint64(&b[bit/64%8]) >> (bit % 64)
+	present &= atomic.LoadUint64(&b[bit/64]) >> (bit % 64)
 	bit = 392 + x%59
-	missing |= ^atomic.LoadUint64(&b[bit/64%8]) >> (bit % 64)
+	present &= atomic.LoadUint64(&b[bit/64]) >> (bit % 64)
 	bit = 451 + x%61
-	missing |= ^atomic.LoadUint64(&b[bit/64%8]) >> (bit % 64)
-	return missing&1 == 0
+	present &= atomic.LoadUint64(&b[bit/64]) >> (bit % 64)
+	return present&1 != 0
 }
 
 func add16(b *block, x uint32) {
 	var bit uint32
 	bit = 0 + x%7
-	b[bit/64%8] |= 1 << (bit % 64)
+	b[bit/64] |= 1 << (bit % 64)
 	bit = 7 + x%9
-	b[bit/64%8] |= 1 << (bit % 64)
+	b[bit/64] |= 1 << (bit % 64)
 	bit = 16 + x%11
-	b[bit/64%8] |= 1 << (bit % 64)
+	b[bit/64] |= 1 << (bit % 64)
 	bit = 27 + x%17
-	b[bit/64%8] |= 1 << (bit % 64)
+	b[bit/64] |= 1 << (bit % 64)
 	bit = 44 + x%19
-	b[bit/64%8] |= 1 << (bit % 64)
+	b[bit/64] |= 1 << (bit % 64)
 	bit = 63 + x%23
-	b[bit/64%8] |= 1 << (bit % 64)
+	b[bit/64] |= 1 << (bit % 64)
 	bit = 86 + x%25
-	b[bit/64%8] |= 1 << (bit % 64)
+	b[bit/64] |= 1 << (bit % 64)
 	bit = 111 + x%29
-	b[bit/64%8] |= 1 << (bit % 64)
+	b[bit/64] |= 1 << (bit % 64)
 	bit = 140 + x%31
-	b[bit/64%8] |= 1 << (bit % 64)
+	b[bit/64] |= 1 << (bit % 64)
 	bit = 171 + x%37
-	b[bit/64%8] |= 1 << (bit % 64)
+	b[bit/64] |= 1 << (bit % 64)
 	bit = 208 + x%41
-	b[bit/64%8] |= 1 << (bit % 64)
+	b[bit/64] |= 1 << (bit % 64)
 	bit = 249 + x%43
-	b[bit/64%8] |= 1 << (bit % 64)
+	b[bit/64] |= 1 << (bit % 64)
 	bit = 292 + x%47
-	b[bit/64%8] |= 1 << (bit % 64)
+	b[bit/64] |= 1 << (bit % 64)
 	bit = 339 + x%53
-	b[bit/64%8] |= 1 << (bit % 64)
+	b[bit/64] |= 1 << (bit % 64)
 	bit = 392 + x%59
-	b[bit/64%8] |= 1 << (bit % 64)
+	b[bit/64] |= 1 << (bit % 64)
 	bit = 451 + x%61
-	b[bit/64%8] |= 1 << (bit % 64)
+	b[bit/64] |= 1 << (bit % 64)
 }
 
 func mask16(x uint32) (m0, m1, m2, m3, m4, m5, m6, m7 uint64) {

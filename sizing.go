@@ -55,7 +55,7 @@ type Config struct {
 var ErrInvalidConfig = errors.New("ohbloom: invalid config")
 
 // ErrTooLarge is returned when a filter would need more than MaxBlocks blocks
-// or more memory than the platform can address.
+// or more memory than the platform can address or the machine has.
 var ErrTooLarge = errors.New("ohbloom: filter too large")
 
 // plan turns a Config into a layout with no storage yet.
@@ -105,10 +105,16 @@ func (l *layout) setGeometry(nblocks uint64, k int) {
 	l.test, l.atomicTest, l.add, l.mask = testFuncs[k], atomicTestFuncs[k], addFuncs[k], maskFuncs[k]
 }
 
+// checkBlocks refuses block counts beyond MaxBlocks, beyond what a slice can
+// index on this platform, or beyond this machine's memory.
 func checkBlocks(n uint64) error {
 	if n > MaxBlocks || n > uint64(math.MaxInt/blockBytes)-1 {
-		return fmt.Errorf("%w: %d blocks (%d bytes), at most %d blocks here",
-			ErrTooLarge, n, n*blockBytes, min(MaxBlocks, uint64(math.MaxInt/blockBytes)-1))
+		return fmt.Errorf("%w: %d blocks, at most %d here",
+			ErrTooLarge, n, min(MaxBlocks, uint64(math.MaxInt/blockBytes)-1))
+	}
+	if mem := physicalMemory(); n > mem/blockBytes {
+		return fmt.Errorf("%w: %d blocks take %d bytes, the machine has %d (RAM and swap)",
+			ErrTooLarge, n, n*blockBytes, mem)
 	}
 	return nil
 }

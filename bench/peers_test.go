@@ -40,7 +40,11 @@ var sizes = []int{1e6, 3e7}
 
 // BenchmarkPeers runs Add, Test of present keys and Test of absent keys on
 // every library at every size, with 32-byte keys at p = 1%, and reports the
-// measured false positive rate and bits per key beside the timings.
+// measured false positive rate and bits per key beside the timings. The
+// names are key=value so that benchstat can put the libraries side by side:
+//
+//	go test -run '^$' -bench Peers -count 6 ./bench/ > peers.txt
+//	benchstat -col /lib -row /n,/op peers.txt
 func BenchmarkPeers(b *testing.B) {
 	const p = 0.01
 	for _, n := range sizes {
@@ -48,11 +52,11 @@ func BenchmarkPeers(b *testing.B) {
 		absent := NewKeys(1<<20, 2)
 		for _, peer := range peers {
 			f, bits := peer.new(uint64(n), p)
-			prefix := fmt.Sprintf("n=%d/p=%g/%s", n, p, peer.name)
+			prefix := fmt.Sprintf("n=%d/p=%g/lib=%s", n, p, peer.name)
 			for i := range n {
 				f.Add(present.At(i))
 			}
-			b.Run(prefix+"/add", func(b *testing.B) {
+			b.Run(prefix+"/op=add", func(b *testing.B) {
 				i := 0
 				for b.Loop() {
 					f.Add(present.At(i))
@@ -61,7 +65,7 @@ func BenchmarkPeers(b *testing.B) {
 					}
 				}
 			})
-			b.Run(prefix+"/test-hit", func(b *testing.B) {
+			b.Run(prefix+"/op=test-hit", func(b *testing.B) {
 				i, hits := 0, 0
 				for b.Loop() {
 					if f.Test(present.At(i)) {
@@ -75,7 +79,7 @@ func BenchmarkPeers(b *testing.B) {
 					b.Fatalf("false negatives: %d of %d found", hits, b.N)
 				}
 			})
-			b.Run(prefix+"/test-miss", func(b *testing.B) {
+			b.Run(prefix+"/op=test-miss", func(b *testing.B) {
 				i, fp := 0, 0
 				for b.Loop() {
 					if f.Test(absent.At(i)) {
