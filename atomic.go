@@ -51,11 +51,15 @@ func (f *AtomicFilter) Add(key []byte) { f.addHash(xxh3.HashSeed(key, f.seed)) }
 func (f *AtomicFilter) AddString(key string) { f.addHash(xxh3.HashStringSeed(key, f.seed)) }
 
 // Test reports whether key may be in the filter.
-func (f *AtomicFilter) Test(key []byte) bool { return f.testHash(xxh3.HashSeed(key, f.seed)) }
+func (f *AtomicFilter) Test(key []byte) bool {
+	h := xxh3.HashSeed(key, f.seed)
+	return f.atomicTest(f.blockOf(h), residue(h))
+}
 
 // TestString is Test for a string key.
 func (f *AtomicFilter) TestString(key string) bool {
-	return f.testHash(xxh3.HashStringSeed(key, f.seed))
+	h := xxh3.HashStringSeed(key, f.seed)
+	return f.atomicTest(f.blockOf(h), residue(h))
 }
 
 // TestAndAdd adds key and reports whether it may have been present before.
@@ -71,23 +75,10 @@ func (f *AtomicFilter) TestAndAddString(key string) bool {
 	return f.testAndAddHash(xxh3.HashStringSeed(key, f.seed))
 }
 
-func (f *AtomicFilter) addHash(h uint64) {
-	b, x := f.blockOf(h), residue(h)
-	// Loads first: a key already present writes nothing, so re-adding hot
-	// keys never takes their cache line away from the other cores.
-	if f.atomicTest(b, x) {
-		return
-	}
-	m0, m1, m2, m3, m4, m5, m6, m7 := f.mask(x)
-	orMissing(&b[0], m0)
-	orMissing(&b[1], m1)
-	orMissing(&b[2], m2)
-	orMissing(&b[3], m3)
-	orMissing(&b[4], m4)
-	orMissing(&b[5], m5)
-	orMissing(&b[6], m6)
-	orMissing(&b[7], m7)
-}
+// addHash adds the key whose hash is h. The generated atomicAdd loads
+// first: a key already present writes nothing, so re-adding hot keys never
+// takes their cache line away from the other cores.
+func (f *AtomicFilter) addHash(h uint64) { f.atomicAdd(f.blockOf(h), residue(h)) }
 
 // orMissing sets the bits m in *p with at most one atomic OR, and none when
 // they are all set already.
@@ -103,8 +94,6 @@ func orMissing(p *uint64, m uint64) {
 func orReportNew(p *uint64, m uint64) bool {
 	return atomic.LoadUint64(p)&m != m && atomic.OrUint64(p, m)&m != m
 }
-
-func (f *AtomicFilter) testHash(h uint64) bool { return f.atomicTest(f.blockOf(h), residue(h)) }
 
 func (f *AtomicFilter) testAndAddHash(h uint64) bool {
 	b, x := f.blockOf(h), residue(h)

@@ -44,18 +44,28 @@ func NewWithConfig(c Config) (*Filter, error) {
 }
 
 // Add inserts key.
-func (f *Filter) Add(key []byte) { f.addHash(xxh3.HashSeed(key, f.seed)) }
+func (f *Filter) Add(key []byte) {
+	h := xxh3.HashSeed(key, f.seed)
+	f.add(f.blockOf(h), residue(h))
+}
 
 // AddString inserts key, without converting it to a byte slice.
-func (f *Filter) AddString(key string) { f.addHash(xxh3.HashStringSeed(key, f.seed)) }
+func (f *Filter) AddString(key string) {
+	h := xxh3.HashStringSeed(key, f.seed)
+	f.add(f.blockOf(h), residue(h))
+}
 
 // Test reports whether key may be in the filter: false means it was
 // certainly never added, true that it was added or is a false positive.
-func (f *Filter) Test(key []byte) bool { return f.testHash(xxh3.HashSeed(key, f.seed)) }
+func (f *Filter) Test(key []byte) bool {
+	h := xxh3.HashSeed(key, f.seed)
+	return f.test(f.blockOf(h), residue(h))
+}
 
 // TestString is Test for a string key.
 func (f *Filter) TestString(key string) bool {
-	return f.testHash(xxh3.HashStringSeed(key, f.seed))
+	h := xxh3.HashStringSeed(key, f.seed)
+	return f.test(f.blockOf(h), residue(h))
 }
 
 // TestAndAdd adds key and reports whether it may have been present before.
@@ -67,10 +77,6 @@ func (f *Filter) TestAndAdd(key []byte) bool {
 func (f *Filter) TestAndAddString(key string) bool {
 	return f.testAndAddHash(xxh3.HashStringSeed(key, f.seed))
 }
-
-func (f *Filter) addHash(h uint64) { f.add(f.blockOf(h), residue(h)) }
-
-func (f *Filter) testHash(h uint64) bool { return f.test(f.blockOf(h), residue(h)) }
 
 func (f *Filter) testAndAddHash(h uint64) bool {
 	b, x := f.blockOf(h), residue(h)

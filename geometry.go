@@ -56,6 +56,7 @@ type layout struct {
 	test       func(*block, uint32) bool
 	atomicTest func(*block, uint32) bool
 	add        func(*block, uint32)
+	atomicAdd  func(*block, uint32)
 	mask       func(uint32) (m0, m1, m2, m3, m4, m5, m6, m7 uint64)
 
 	// What the filter was sized for; kept for Capacity, TargetFPR and the

@@ -48,6 +48,21 @@ func mask2(x uint32) (m0, m1, m2, m3, m4, m5, m6, m7 uint64) {
 	return
 }
 
+func atomicAdd2(b *block, x uint32) {
+	if atomicTest2(b, x) {
+		return
+	}
+	m0, m1, m2, m3, m4, m5, m6, m7 := mask2(x)
+	orMissing(&b[0], m0)
+	orMissing(&b[1], m1)
+	orMissing(&b[2], m2)
+	orMissing(&b[3], m3)
+	orMissing(&b[4], m4)
+	orMissing(&b[5], m5)
+	orMissing(&b[6], m6)
+	orMissing(&b[7], m7)
+}
+
 func test3(b *block, x uint32) bool {
 	present := ^uint64(0)
 	var bit uint32
@@ -98,6 +113,21 @@ func mask3(x uint32) (m0, m1, m2, m3, m4, m5, m6, m7 uint64) {
 	m6 |= 1 << (bit - 384)
 	m7 |= 1 << (bit - 448)
 	return
+}
+
+func atomicAdd3(b *block, x uint32) {
+	if atomicTest3(b, x) {
+		return
+	}
+	m0, m1, m2, m3, m4, m5, m6, m7 := mask3(x)
+	orMissing(&b[0], m0)
+	orMissing(&b[1], m1)
+	orMissing(&b[2], m2)
+	orMissing(&b[3], m3)
+	orMissing(&b[4], m4)
+	orMissing(&b[5], m5)
+	orMissing(&b[6], m6)
+	orMissing(&b[7], m7)
 }
 
 func test4(b *block, x uint32) bool {
@@ -158,6 +188,21 @@ func mask4(x uint32) (m0, m1, m2, m3, m4, m5, m6, m7 uint64) {
 	m6 |= 1 << (bit - 384)
 	m7 |= 1 << (bit - 448)
 	return
+}
+
+func atomicAdd4(b *block, x uint32) {
+	if atomicTest4(b, x) {
+		return
+	}
+	m0, m1, m2, m3, m4, m5, m6, m7 := mask4(x)
+	orMissing(&b[0], m0)
+	orMissing(&b[1], m1)
+	orMissing(&b[2], m2)
+	orMissing(&b[3], m3)
+	orMissing(&b[4], m4)
+	orMissing(&b[5], m5)
+	orMissing(&b[6], m6)
+	orMissing(&b[7], m7)
 }
 
 func test5(b *block, x uint32) bool {
@@ -226,6 +271,21 @@ func mask5(x uint32) (m0, m1, m2, m3, m4, m5, m6, m7 uint64) {
 	m6 |= 1 << (bit - 384)
 	m7 |= 1 << (bit - 448)
 	return
+}
+
+func atomicAdd5(b *block, x uint32) {
+	if atomicTest5(b, x) {
+		return
+	}
+	m0, m1, m2, m3, m4, m5, m6, m7 := mask5(x)
+	orMissing(&b[0], m0)
+	orMissing(&b[1], m1)
+	orMissing(&b[2], m2)
+	orMissing(&b[3], m3)
+	orMissing(&b[4], m4)
+	orMissing(&b[5], m5)
+	orMissing(&b[6], m6)
+	orMissing(&b[7], m7)
 }
 
 func test6(b *block, x uint32) bool {
@@ -302,6 +362,21 @@ func mask6(x uint32) (m0, m1, m2, m3, m4, m5, m6, m7 uint64) {
 	m6 |= 1 << (bit - 384)
 	m7 |= 1 << (bit - 448)
 	return
+}
+
+func atomicAdd6(b *block, x uint32) {
+	if atomicTest6(b, x) {
+		return
+	}
+	m0, m1, m2, m3, m4, m5, m6, m7 := mask6(x)
+	orMissing(&b[0], m0)
+	orMissing(&b[1], m1)
+	orMissing(&b[2], m2)
+	orMissing(&b[3], m3)
+	orMissing(&b[4], m4)
+	orMissing(&b[5], m5)
+	orMissing(&b[6], m6)
+	orMissing(&b[7], m7)
 }
 
 func test7(b *block, x uint32) bool {
@@ -386,6 +461,21 @@ func mask7(x uint32) (m0, m1, m2, m3, m4, m5, m6, m7 uint64) {
 	m6 |= 1 << (bit - 384)
 	m7 |= 1 << (bit - 448)
 	return
+}
+
+func atomicAdd7(b *block, x uint32) {
+	if atomicTest7(b, x) {
+		return
+	}
+	m0, m1, m2, m3, m4, m5, m6, m7 := mask7(x)
+	orMissing(&b[0], m0)
+	orMissing(&b[1], m1)
+	orMissing(&b[2], m2)
+	orMissing(&b[3], m3)
+	orMissing(&b[4], m4)
+	orMissing(&b[5], m5)
+	orMissing(&b[6], m6)
+	orMissing(&b[7], m7)
 }
 
 func test8(b *block, x uint32) bool {
@@ -478,6 +568,21 @@ func mask8(x uint32) (m0, m1, m2, m3, m4, m5, m6, m7 uint64) {
 	m6 |= 1 << (bit - 384)
 	m7 |= 1 << (bit - 448)
 	return
+}
+
+func atomicAdd8(b *block, x uint32) {
+	if atomicTest8(b, x) {
+		return
+	}
+	m0, m1, m2, m3, m4, m5, m6, m7 := mask8(x)
+	orMissing(&b[0], m0)
+	orMissing(&b[1], m1)
+	orMissing(&b[2], m2)
+	orMissing(&b[3], m3)
+	orMissing(&b[4], m4)
+	orMissing(&b[5], m5)
+	orMissing(&b[6], m6)
+	orMissing(&b[7], m7)
 }
 
 func test9(b *block, x uint32) bool {
@@ -577,6 +682,21 @@ func mask9(x uint32) (m0, m1, m2, m3, m4, m5, m6, m7 uint64) {
 	m6 |= 1 << (bit - 384)
 	m7 |= 1 << (bit - 448)
 	return
+}
+
+func atomicAdd9(b *block, x uint32) {
+	if atomicTest9(b, x) {
+		return
+	}
+	m0, m1, m2, m3, m4, m5, m6, m7 := mask9(x)
+	orMissing(&b[0], m0)
+	orMissing(&b[1], m1)
+	orMissing(&b[2], m2)
+	orMissing(&b[3], m3)
+	orMissing(&b[4], m4)
+	orMissing(&b[5], m5)
+	orMissing(&b[6], m6)
+	orMissing(&b[7], m7)
 }
 
 func test10(b *block, x uint32) bool {
@@ -685,6 +805,21 @@ func mask10(x uint32) (m0, m1, m2, m3, m4, m5, m6, m7 uint64) {
 	m6 |= 1 << (bit - 384)
 	m7 |= 1 << (bit - 448)
 	return
+}
+
+func atomicAdd10(b *block, x uint32) {
+	if atomicTest10(b, x) {
+		return
+	}
+	m0, m1, m2, m3, m4, m5, m6, m7 := mask10(x)
+	orMissing(&b[0], m0)
+	orMissing(&b[1], m1)
+	orMissing(&b[2], m2)
+	orMissing(&b[3], m3)
+	orMissing(&b[4], m4)
+	orMissing(&b[5], m5)
+	orMissing(&b[6], m6)
+	orMissing(&b[7], m7)
 }
 
 func test11(b *block, x uint32) bool {
@@ -801,6 +936,21 @@ func mask11(x uint32) (m0, m1, m2, m3, m4, m5, m6, m7 uint64) {
 	bit = 453 + x%59
 	m7 |= 1 << (bit - 448)
 	return
+}
+
+func atomicAdd11(b *block, x uint32) {
+	if atomicTest11(b, x) {
+		return
+	}
+	m0, m1, m2, m3, m4, m5, m6, m7 := mask11(x)
+	orMissing(&b[0], m0)
+	orMissing(&b[1], m1)
+	orMissing(&b[2], m2)
+	orMissing(&b[3], m3)
+	orMissing(&b[4], m4)
+	orMissing(&b[5], m5)
+	orMissing(&b[6], m6)
+	orMissing(&b[7], m7)
 }
 
 func test12(b *block, x uint32) bool {
@@ -925,6 +1075,21 @@ func mask12(x uint32) (m0, m1, m2, m3, m4, m5, m6, m7 uint64) {
 	bit = 451 + x%61
 	m7 |= 1 << (bit - 448)
 	return
+}
+
+func atomicAdd12(b *block, x uint32) {
+	if atomicTest12(b, x) {
+		return
+	}
+	m0, m1, m2, m3, m4, m5, m6, m7 := mask12(x)
+	orMissing(&b[0], m0)
+	orMissing(&b[1], m1)
+	orMissing(&b[2], m2)
+	orMissing(&b[3], m3)
+	orMissing(&b[4], m4)
+	orMissing(&b[5], m5)
+	orMissing(&b[6], m6)
+	orMissing(&b[7], m7)
 }
 
 func test13(b *block, x uint32) bool {
@@ -1057,6 +1222,21 @@ func mask13(x uint32) (m0, m1, m2, m3, m4, m5, m6, m7 uint64) {
 	bit = 451 + x%61
 	m7 |= 1 << (bit - 448)
 	return
+}
+
+func atomicAdd13(b *block, x uint32) {
+	if atomicTest13(b, x) {
+		return
+	}
+	m0, m1, m2, m3, m4, m5, m6, m7 := mask13(x)
+	orMissing(&b[0], m0)
+	orMissing(&b[1], m1)
+	orMissing(&b[2], m2)
+	orMissing(&b[3], m3)
+	orMissing(&b[4], m4)
+	orMissing(&b[5], m5)
+	orMissing(&b[6], m6)
+	orMissing(&b[7], m7)
 }
 
 func test14(b *block, x uint32) bool {
@@ -1197,6 +1377,21 @@ func mask14(x uint32) (m0, m1, m2, m3, m4, m5, m6, m7 uint64) {
 	bit = 453 + x%59
 	m7 |= 1 << (bit - 448)
 	return
+}
+
+func atomicAdd14(b *block, x uint32) {
+	if atomicTest14(b, x) {
+		return
+	}
+	m0, m1, m2, m3, m4, m5, m6, m7 := mask14(x)
+	orMissing(&b[0], m0)
+	orMissing(&b[1], m1)
+	orMissing(&b[2], m2)
+	orMissing(&b[3], m3)
+	orMissing(&b[4], m4)
+	orMissing(&b[5], m5)
+	orMissing(&b[6], m6)
+	orMissing(&b[7], m7)
 }
 
 func test15(b *block, x uint32) bool {
@@ -1345,6 +1540,21 @@ func mask15(x uint32) (m0, m1, m2, m3, m4, m5, m6, m7 uint64) {
 	bit = 453 + x%59
 	m7 |= 1 << (bit - 448)
 	return
+}
+
+func atomicAdd15(b *block, x uint32) {
+	if atomicTest15(b, x) {
+		return
+	}
+	m0, m1, m2, m3, m4, m5, m6, m7 := mask15(x)
+	orMissing(&b[0], m0)
+	orMissing(&b[1], m1)
+	orMissing(&b[2], m2)
+	orMissing(&b[3], m3)
+	orMissing(&b[4], m4)
+	orMissing(&b[5], m5)
+	orMissing(&b[6], m6)
+	orMissing(&b[7], m7)
 }
 
 func test16(b *block, x uint32) bool {
@@ -1503,10 +1713,27 @@ func mask16(x uint32) (m0, m1, m2, m3, m4, m5, m6, m7 uint64) {
 	return
 }
 
+func atomicAdd16(b *block, x uint32) {
+	if atomicTest16(b, x) {
+		return
+	}
+	m0, m1, m2, m3, m4, m5, m6, m7 := mask16(x)
+	orMissing(&b[0], m0)
+	orMissing(&b[1], m1)
+	orMissing(&b[2], m2)
+	orMissing(&b[3], m3)
+	orMissing(&b[4], m4)
+	orMissing(&b[5], m5)
+	orMissing(&b[6], m6)
+	orMissing(&b[7], m7)
+}
+
 var testFuncs = [maxK + 1]func(*block, uint32) bool{2: test2, 3: test3, 4: test4, 5: test5, 6: test6, 7: test7, 8: test8, 9: test9, 10: test10, 11: test11, 12: test12, 13: test13, 14: test14, 15: test15, 16: test16}
 
 var atomicTestFuncs = [maxK + 1]func(*block, uint32) bool{2: atomicTest2, 3: atomicTest3, 4: atomicTest4, 5: atomicTest5, 6: atomicTest6, 7: atomicTest7, 8: atomicTest8, 9: atomicTest9, 10: atomicTest10, 11: atomicTest11, 12: atomicTest12, 13: atomicTest13, 14: atomicTest14, 15: atomicTest15, 16: atomicTest16}
 
 var addFuncs = [maxK + 1]func(*block, uint32){2: add2, 3: add3, 4: add4, 5: add5, 6: add6, 7: add7, 8: add8, 9: add9, 10: add10, 11: add11, 12: add12, 13: add13, 14: add14, 15: add15, 16: add16}
+
+var atomicAddFuncs = [maxK + 1]func(*block, uint32){2: atomicAdd2, 3: atomicAdd3, 4: atomicAdd4, 5: atomicAdd5, 6: atomicAdd6, 7: atomicAdd7, 8: atomicAdd8, 9: atomicAdd9, 10: atomicAdd10, 11: atomicAdd11, 12: atomicAdd12, 13: atomicAdd13, 14: atomicAdd14, 15: atomicAdd15, 16: atomicAdd16}
 
 var maskFuncs = [maxK + 1]func(uint32) (m0, m1, m2, m3, m4, m5, m6, m7 uint64){2: mask2, 3: mask3, 4: mask4, 5: mask5, 6: mask6, 7: mask7, 8: mask8, 9: mask9, 10: mask10, 11: mask11, 12: mask12, 13: mask13, 14: mask14, 15: mask15, 16: mask16}

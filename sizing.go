@@ -102,7 +102,7 @@ func (c Config) plan() (layout, error) {
 
 func (l *layout) setGeometry(nblocks uint64, k int) {
 	l.nblocks, l.k, l.parts = nblocks, k, partitionsFor(k)
-	l.test, l.atomicTest, l.add, l.mask = testFuncs[k], atomicTestFuncs[k], addFuncs[k], maskFuncs[k]
+	l.test, l.atomicTest, l.add, l.atomicAdd, l.mask = testFuncs[k], atomicTestFuncs[k], addFuncs[k], atomicAddFuncs[k], maskFuncs[k]
 }
 
 // checkBlocks refuses block counts beyond MaxBlocks, beyond what a slice can

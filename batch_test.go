@@ -1,0 +1,136 @@
+package ohbloom
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"testing"
+)
+
+// batchKeys returns keys of every shape, the empty key, and duplicates,
+// in a shuffled order, as bytes and as strings.
+func batchKeys(n int) ([][]byte, []string) {
+	var keys [][]byte
+	for _, shape := range keyShapes {
+		for i := range uint64(n) {
+			keys = append(keys, shape.key(nil, i))
+		}
+	}
+	keys = append(keys, nil, []byte{}, []byte(""))
+	keys = append(keys, keys[:n/2]...) // duplicates, some in the same batch
+	r := rand.New(rand.NewPCG(5, 5))
+	r.Shuffle(len(keys), func(i, j int) { keys[i], keys[j] = keys[j], keys[i] })
+	strs := make([]string, len(keys))
+	for i, k := range keys {
+		strs[i] = string(k)
+	}
+	return keys, strs
+}
+
+// TestBatchMatchesSingle: batched adds set exactly the bits of single adds,
+// and batched tests answer exactly as single tests, for both types, for
+// every key shape, for lengths around the batch size.
+func TestBatchMatchesSingle(t *testing.T) {
+	keys, strs := batchKeys(300)
+	half := len(keys) / 2
+	for _, n := range []int{0, 1, batchSize - 1, batchSize, batchSize + 1, half} {
+		t.Run(fmt.Sprint(n), func(t *testing.T) {
+			ref := New(uint64(len(keys)), 0.01)
+			for _, k := range keys[:n] {
+				ref.Add(k)
+			}
+			f, fs := New(uint64(len(keys)), 0.01), New(uint64(len(keys)), 0.01)
+			a, as := NewAtomic(uint64(len(keys)), 0.01), NewAtomic(uint64(len(keys)), 0.01)
+			f.AddBatch(keys[:n])
+			fs.AddBatchStrings(strs[:n])
+			a.AddBatch(keys[:n])
+			as.AddBatchStrings(strs[:n])
+			hf, ha := New(uint64(len(keys)), 0.01), NewAtomic(uint64(len(keys)), 0.01)
+			hs := make([]uint64, n)
+			for i, k := range keys[:n] {
+				hs[i] = hf.Hash(k)
+				if hs[i] != ha.HashString(string(k)) {
+					t.Fatal("Hash and HashString differ")
+				}
+			}
+			hf.AddHashes(hs)
+			ha.AddHashes(hs)
+			for name, g := range map[string]*Filter{"Filter.AddBatch": f, "Filter.AddBatchStrings": fs,
+				"AtomicFilter.AddBatch": a.ToFilter(), "AtomicFilter.AddBatchStrings": as.ToFilter(),
+				"Filter.AddHashes": hf, "AtomicFilter.AddHashes": ha.ToFilter()} {
+				if !g.Equal(ref) {
+					t.Errorf("%s sets other bits than Add", name)
+				}
+			}
+
+			// Test every key (added or not) both ways.
+			want := make([]bool, len(keys))
+			for i, k := range keys {
+				want[i] = ref.Test(k)
+			}
+			all := make([]uint64, len(keys))
+			for i, k := range keys {
+				all[i] = ref.Hash(k)
+			}
+			aref := ref.ToAtomic()
+			got := make([]bool, len(keys)+3) // longer than needed is fine
+			check := func(name string, run func()) {
+				clear(got)
+				run()
+				for i := range keys {
+					if got[i] != want[i] {
+						t.Fatalf("%s: key %d: %v, single Test %v", name, i, got[i], want[i])
+					}
+				}
+			}
+			check("Filter.TestBatch", func() { ref.TestBatch(keys, got) })
+			check("Filter.TestBatchStrings", func() { ref.TestBatchStrings(strs, got) })
+			check("Filter.TestHashes", func() { ref.TestHashes(all, got) })
+			check("AtomicFilter.TestBatch", func() { aref.TestBatch(keys, got) })
+			check("AtomicFilter.TestBatchStrings", func() { aref.TestBatchStrings(strs, got) })
+			check("AtomicFilter.TestHashes", func() { aref.TestHashes(all, got) })
+			for i, h := range all {
+				if ref.TestHash(h) != want[i] || aref.TestHash(h) != want[i] {
+					t.Fatalf("TestHash of key %d disagrees with Test", i)
+				}
+			}
+		})
+	}
+}
+
+func TestBatchShortResultsPanics(t *testing.T) {
+	f := New(10, 0.1)
+	defer func() {
+		if recover() == nil {
+			t.Error("TestBatch with a short results slice did not panic")
+		}
+	}()
+	f.TestBatch(make([][]byte, 5), make([]bool, 4))
+}
+
+func TestBatchZeroAllocations(t *testing.T) {
+	keys, strs := batchKeys(20)
+	results := make([]bool, len(keys))
+	hs := make([]uint64, len(keys))
+	f, a := New(1000, 0.01), NewAtomic(1000, 0.01)
+	ops := map[string]func(){
+		"Filter.AddBatch":               func() { f.AddBatch(keys) },
+		"Filter.AddBatchStrings":        func() { f.AddBatchStrings(strs) },
+		"Filter.TestBatch":              func() { f.TestBatch(keys, results) },
+		"Filter.TestBatchStrings":       func() { f.TestBatchStrings(strs, results) },
+		"Filter.AddHashes":              func() { f.AddHashes(hs) },
+		"Filter.TestHashes":             func() { f.TestHashes(hs, results) },
+		"AtomicFilter.AddBatch":         func() { a.AddBatch(keys) },
+		"AtomicFilter.AddBatchStrings":  func() { a.AddBatchStrings(strs) },
+		"AtomicFilter.TestBatch":        func() { a.TestBatch(keys, results) },
+		"AtomicFilter.TestBatchStrings": func() { a.TestBatchStrings(strs, results) },
+		"AtomicFilter.AddHashes":        func() { a.AddHashes(hs) },
+		"AtomicFilter.TestHashes":       func() { a.TestHashes(hs, results) },
+		"Filter.AddHash":                func() { f.AddHash(12345) },
+		"AtomicFilter.TestHash":         func() { a.TestHash(12345) },
+	}
+	for name, op := range ops {
+		if n := testing.AllocsPerRun(20, op); n != 0 {
+			t.Errorf("%s allocates %v times per call", name, n)
+		}
+	}
+}
