@@ -1,0 +1,124 @@
+package ohbloom
+
+import (
+	"fmt"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+)
+
+// TestBulkLoadWithLiveStream is the start-up of the service this library
+// exists for: a bulk load (AddParallel over one half of the keys, AddSeq
+// over the other, fed by an iterator that reuses its buffer as a database
+// cursor does) runs while a stream goroutine adds other keys one by one and
+// readers test what has been added. Afterwards the filter must hold exactly
+// the bits of a Filter built from all the keys on one goroutine, and every
+// key must have been found by every test made after its Add returned.
+func TestBulkLoadWithLiveStream(t *testing.T) {
+	bulkN, streamN := 200_000, 20_000
+	if testing.Short() {
+		bulkN, streamN = 70_000, 2_000 // AddParallel still gets two workers
+	}
+	bulk := make([][]byte, bulkN)
+	for i := range bulk {
+		bulk[i] = fmt.Appendf(nil, "did:plc:%024d|did:plc:%024d", i, i*7)
+	}
+	streamKey := func(i int) string { return fmt.Sprintf("stream/%d", i) }
+	a := NewAtomic(uint64(bulkN+streamN), 0.01)
+
+	var streamed atomic.Int64 // stream keys [0, streamed) have been added
+	var bulkDone atomic.Bool
+	var misses atomic.Int64
+	var wg sync.WaitGroup
+	wg.Go(func() { a.AddParallel(bulk[:bulkN/2]) })
+	wg.Go(func() {
+		buf := make([]byte, 0, 64)
+		n := a.AddSeq(func(yield func([]byte) bool) {
+			for _, k := range bulk[bulkN/2:] {
+				buf = append(buf[:0], k...) // the same buffer every time
+				if !yield(buf) {
+					return
+				}
+			}
+		})
+		if n != uint64(bulkN-bulkN/2) {
+			t.Errorf("AddSeq added %d keys, want %d", n, bulkN-bulkN/2)
+		}
+	})
+	wg.Go(func() {
+		for i := range streamN {
+			k := streamKey(i)
+			a.AddString(k)
+			if !a.TestString(k) {
+				misses.Add(1)
+			}
+			streamed.Store(int64(i + 1))
+		}
+	})
+	var readers sync.WaitGroup
+	stop := make(chan struct{})
+	readers.Go(func() {
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			upTo := int(streamed.Load())
+			for i := max(0, upTo-100); i < upTo; i++ {
+				if !a.TestString(streamKey(i)) {
+					misses.Add(1)
+				}
+			}
+			if bulkDone.Load() {
+				for _, k := range bulk[:100] {
+					if !a.Test(k) {
+						misses.Add(1)
+					}
+				}
+			}
+		}
+	})
+	wg.Wait()
+	bulkDone.Store(true)
+	close(stop)
+	readers.Wait()
+	if m := misses.Load(); m > 0 {
+		t.Fatalf("%d tests missed keys whose Add had returned", m)
+	}
+
+	ref := New(uint64(bulkN+streamN), 0.01)
+	for _, k := range bulk {
+		ref.Add(k)
+	}
+	for i := range streamN {
+		ref.AddString(streamKey(i))
+	}
+	if !a.ToFilter().Equal(ref) {
+		t.Fatal("after the concurrent load the filter differs from the sequential one")
+	}
+	results := make([]bool, len(bulk))
+	a.TestBatch(bulk, results)
+	if i := slices.Index(results, false); i >= 0 {
+		t.Fatalf("bulk key %d not found", i)
+	}
+}
+
+func TestAddParallelSmallAndEmpty(t *testing.T) {
+	a := NewAtomic(1000, 0.01)
+	a.AddParallel(nil)
+	a.AddParallelStrings([]string{"x", "y"})
+	if n := a.AddSeq(func(func([]byte) bool) {}); n != 0 {
+		t.Fatalf("AddSeq of nothing = %d", n)
+	}
+	if !a.TestString("x") || !a.TestString("y") {
+		t.Fatal("AddParallelStrings lost a key")
+	}
+	ref := New(1000, 0.01)
+	ref.AddString("x")
+	ref.AddString("y")
+	if !a.ToFilter().Equal(ref) {
+		t.Fatal("bits differ")
+	}
+}
