@@ -122,3 +122,37 @@ func TestAddParallelSmallAndEmpty(t *testing.T) {
 		t.Fatal("bits differ")
 	}
 }
+
+// TestHugeFilter builds a 4 GiB filter (2^26 blocks), past where 32-bit
+// block arithmetic would wrap, and checks keys land all over it and are
+// found, one by one and in batches.
+func TestHugeFilter(t *testing.T) {
+	if testing.Short() || raceEnabled {
+		t.Skip("allocates 4 GiB")
+	}
+	a, err := NewAtomicWithConfig(Config{Blocks: 1 << 26, K: 7})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 200_000
+	keys := make([][]byte, n)
+	for i := range keys {
+		keys[i] = fmt.Appendf(nil, "huge/%d", i)
+	}
+	a.AddParallel(keys)
+	var top uint64
+	for _, k := range keys {
+		i, _ := a.locate(a.Hash(k))
+		top = max(top, i)
+	}
+	if top < 1<<26-1<<20 {
+		t.Errorf("highest block used is %d of %d", top, uint64(1)<<26)
+	}
+	results := make([]bool, n)
+	a.TestBatch(keys, results)
+	for i, k := range keys {
+		if !results[i] || !a.Test(k) {
+			t.Fatalf("key %d not found", i)
+		}
+	}
+}
