@@ -5,8 +5,9 @@ package ohbloom
 // and most size classes to 64 bytes, but it promises only 8, so a block could
 // straddle two cache lines and a probe would then touch two of them. Asking
 // for one spare block and starting at the first 64-byte boundary makes the
-// alignment a guarantee instead of an accident. And viewing blocks as bytes,
-// to hand them to madvise.
+// alignment a guarantee instead of an accident. And viewing blocks as bytes
+// and bytes as blocks: to hand them to madvise, and to probe a mapped
+// snapshot in place.
 
 import "unsafe"
 
@@ -22,6 +23,12 @@ func alignedBlocks(n uint64) []block {
 	b := unsafe.Slice((*block)(unsafe.Pointer(&words[skip])), n)
 	adviseHugePages(b)
 	return b
+}
+
+// blocksOf views mem, whose length is a multiple of 64 and whose start is
+// 64-byte aligned (a mapped file past its header), as blocks.
+func blocksOf(mem []byte) []block {
+	return unsafe.Slice((*block)(unsafe.Pointer(&mem[0])), len(mem)/blockBytes)
 }
 
 // blockMemory returns the bytes of b, aliasing it.

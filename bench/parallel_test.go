@@ -32,7 +32,7 @@ func (m *mutexBloom) Test(k []byte) bool {
 // run it at GOMAXPROCS 1 and 2 to see how it scales:
 //
 //	go test -run '^$' -bench Parallel -cpu 1,2 -count 6 ./bench/ > parallel.txt
-//	benchstat -col .name -row /lib,/op parallel.txt   (or -col /cpu)
+//	benchstat -col /gomaxprocs -row /lib,/op parallel.txt
 //
 // The filter holds 3·10^7 keys (36 MB, past the caches). "hot" re-adds 16
 // keys that are present in a small filter all the time: with an atomic
