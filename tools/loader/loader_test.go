@@ -1,0 +1,211 @@
+package loader
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	_ "github.com/jackc/pgx/v5/stdlib"
+	"github.com/ohbloom/ohbloom"
+	_ "modernc.org/sqlite"
+)
+
+func openSQLite(t *testing.T) *sql.DB {
+	db, err := sql.Open("sqlite", filepath.Join(t.TempDir(), "blocks.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
+}
+
+// openPostgres connects to the server .ci/run starts. Outside CI, without
+// OHBLOOM_POSTGRES_URL, the test is skipped; in CI its absence is a failure.
+func openPostgres(t *testing.T) *sql.DB {
+	url := os.Getenv("OHBLOOM_POSTGRES_URL")
+	if url == "" {
+		if os.Getenv("CI") != "" {
+			t.Fatal("CI must set OHBLOOM_POSTGRES_URL (.ci/run starts PostgreSQL)")
+		}
+		t.Skip("OHBLOOM_POSTGRES_URL is not set")
+	}
+	db, err := sql.Open("pgx", url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Ping(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
+}
+
+// fill creates table blocks with n rows; ph is the driver's placeholder
+// style ("?" or "$").
+func fill(t *testing.T, db *sql.DB, table string, n int, ph string) {
+	t.Helper()
+	if _, err := db.Exec("DROP TABLE IF EXISTS " + table); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec("CREATE TABLE " + table + " (subject TEXT NOT NULL, object TEXT NOT NULL, PRIMARY KEY (subject, object))"); err != nil {
+		t.Fatal(err)
+	}
+	tx, err := db.Begin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := "INSERT INTO " + table + " VALUES (?, ?)"
+	if ph == "$" {
+		q = "INSERT INTO " + table + " VALUES ($1, $2)"
+	}
+	stmt, err := tx.Prepare(q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range n {
+		if _, err := stmt.Exec(fmt.Sprintf("did:plc:s%d", i), fmt.Sprintf("did:plc:o%d", i*7)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	stmt.Close()
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// checkLoad loads the table while a stream sends keys before, during and
+// after the load, and checks that at readiness every row and every key sent
+// so far is in the filter, and at the end every key sent at all.
+func checkLoad(t *testing.T, db *sql.DB, table string, n int) {
+	f := ohbloom.NewAtomic(uint64(n)+10_000, 0.01)
+	var progress atomic.Int64
+	l := &Loader{
+		Filter:        f,
+		DB:            db,
+		Query:         "SELECT subject || '|' || object, subject FROM " + table,
+		CountQuery:    "SELECT count(*) FROM " + table,
+		OnProgress:    func(p Progress) { progress.Add(1) },
+		ProgressEvery: time.Millisecond,
+	}
+	stream := make(chan []byte, 64)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var applying sync.WaitGroup
+	applying.Go(func() { l.Apply(ctx, stream) })
+
+	// The stream: keys before Run starts, then during, then after.
+	var sent atomic.Int64
+	send := func(i int) {
+		stream <- fmt.Appendf(nil, "stream/%d", i)
+		sent.Store(int64(i + 1))
+	}
+	for i := range 100 {
+		send(i)
+	}
+	stopStream := make(chan struct{})
+	var streaming sync.WaitGroup
+	streaming.Go(func() {
+		for i := 100; ; i++ {
+			select {
+			case <-stopStream:
+				return
+			default:
+			}
+			send(i)
+			l.Add(fmt.Appendf(nil, "callback/%d", i)) // the callback form
+		}
+	})
+	stats, err := l.Run(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sentAtReady := int(sent.Load())
+	select {
+	case <-l.Ready():
+	default:
+		t.Fatal("Ready is not closed after Run returned")
+	}
+	for i := range sentAtReady {
+		if !f.TestString(fmt.Sprintf("stream/%d", i)) {
+			t.Fatalf("stream key %d, sent before readiness, is not in the filter at readiness", i)
+		}
+	}
+	if stats.Rows != uint64(n) {
+		t.Fatalf("loaded %d rows, want %d", stats.Rows, n)
+	}
+	for i := range n {
+		if !f.TestString(fmt.Sprintf("did:plc:s%d|did:plc:o%d", i, i*7)) {
+			t.Fatalf("row %d not in the filter", i)
+		}
+	}
+	close(stopStream)
+	streaming.Wait()
+	close(stream)
+	applying.Wait()
+	for i := range int(sent.Load()) {
+		if !f.TestString(fmt.Sprintf("stream/%d", i)) {
+			t.Fatalf("stream key %d lost", i)
+		}
+		if i >= 100 && i < int(sent.Load())-1 && !f.TestString(fmt.Sprintf("callback/%d", i)) {
+			t.Fatalf("callback key %d lost", i)
+		}
+	}
+	t.Logf("%d rows in %v, %d stream keys by readiness, %d progress reports", stats.Rows, stats.Duration, stats.Streamed, progress.Load())
+}
+
+func TestLoadSQLite(t *testing.T) {
+	db := openSQLite(t)
+	n := 50_000
+	if testing.Short() {
+		n = 5_000
+	}
+	fill(t, db, "blocks", n, "?")
+	checkLoad(t, db, "blocks", n)
+}
+
+func TestLoadPostgres(t *testing.T) {
+	db := openPostgres(t)
+	n := 50_000
+	if testing.Short() {
+		n = 5_000
+	}
+	fill(t, db, "ohbloom_loader_test", n, "$")
+	checkLoad(t, db, "ohbloom_loader_test", n)
+}
+
+func TestLoadErrors(t *testing.T) {
+	db := openSQLite(t)
+	f := ohbloom.NewAtomic(100, 0.01)
+	for _, q := range []string{"SELECT FROM nowhere", "SELECT * FROM missing_table"} {
+		l := &Loader{Filter: f, DB: db, Query: q}
+		if _, err := l.Run(context.Background()); err == nil || !strings.Contains(err.Error(), "loader:") {
+			t.Errorf("Run(%q) = %v, want a loader error", q, err)
+		}
+		select {
+		case <-l.Ready():
+			t.Error("Ready closed after a failed load")
+		default:
+		}
+	}
+	l := &Loader{Filter: f, DB: db, Query: "SELECT 1", CountQuery: "SELECT 'x'"}
+	if _, err := l.Run(context.Background()); err == nil {
+		t.Error("a count query that returns text did not fail")
+	}
+}
+
+func TestProgressAt(t *testing.T) {
+	p := progressAt(250, 1000, 5*time.Second)
+	if p.RowsPerSec != 50 || p.ETA != 15*time.Second {
+		t.Errorf("progress %+v, want 50 rows/s and 15s left", p)
+	}
+	if p := progressAt(10, 0, time.Second); p.ETA != 0 {
+		t.Errorf("ETA %v without a total", p.ETA)
+	}
+}
