@@ -1,0 +1,238 @@
+package cli
+
+import (
+	"bufio"
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"io"
+	"iter"
+	"os"
+	"time"
+
+	_ "github.com/jackc/pgx/v5/stdlib" // PostgreSQL, as "pgx"
+	"github.com/ohbloom/ohbloom"
+	"github.com/ohbloom/ohbloom/tools/loader"
+	"github.com/schollz/progressbar/v3"
+	"golang.org/x/term"
+	_ "modernc.org/sqlite" // SQLite, pure Go, as "sqlite"
+)
+
+// maxKeyLine is the longest key line build reads.
+const maxKeyLine = 16 << 20
+
+func runBuild(e env, args []string) int {
+	fs := flags(e, "build", "-o OUT [-n N] [-p P] [--keys FILE | --sqlite FILE --query Q | --postgres URL --query Q]",
+		"Builds a filter from newline-delimited keys (a file, or stdin) or from the\n"+
+			"first column of an SQL query, and writes it as a snapshot. Empty lines\n"+
+			"are skipped. Without -n the keys are counted first and the filter sized\n"+
+			"for that count.")
+	out := fs.String("o", "", "snapshot file to write (required)")
+	n := fs.Uint64("n", 0, "number of keys to size the filter for (0: count them)")
+	p := fs.Float64("p", 0.01, "false positive rate at n keys")
+	keys := fs.String("keys", "-", "file of newline-delimited keys, - for stdin")
+	sqlitePath := fs.String("sqlite", "", "SQLite database to read keys from")
+	postgresURL := fs.String("postgres", "", "PostgreSQL URL to read keys from")
+	query := fs.String("query", "", "SQL query returning the keys in its first column")
+	progress := fs.Bool("progress", false, "show a progress bar (default: when stderr is a terminal)")
+	if code, ok := parse(fs, args); !ok {
+		return code
+	}
+	switch {
+	case fs.NArg() > 0:
+		return usageError(e, fs, "unexpected argument %q", fs.Arg(0))
+	case *out == "":
+		return usageError(e, fs, "-o is required")
+	case *sqlitePath != "" && *postgresURL != "":
+		return usageError(e, fs, "--sqlite and --postgres exclude each other")
+	case (*sqlitePath != "" || *postgresURL != "") && *query == "":
+		return usageError(e, fs, "--query is required with --sqlite or --postgres")
+	case *query != "" && *sqlitePath == "" && *postgresURL == "":
+		return usageError(e, fs, "--query needs --sqlite or --postgres")
+	case !(*p > 0 && *p < 1):
+		return usageError(e, fs, "-p must be in (0, 1), got %v", *p)
+	}
+	showBar := *progress || isTerminal(e.stderr)
+
+	start := time.Now()
+	var f *ohbloom.AtomicFilter
+	var added uint64
+	var err error
+	if *sqlitePath != "" || *postgresURL != "" {
+		f, added, err = buildSQL(e, *sqlitePath, *postgresURL, *query, *n, *p, showBar)
+	} else {
+		f, added, err = buildLines(e, *keys, *n, *p, showBar)
+	}
+	if errors.Is(err, ohbloom.ErrInvalidConfig) || errors.Is(err, ohbloom.ErrTooLarge) {
+		return usageError(e, fs, "%v", err)
+	}
+	if err != nil {
+		return fail(e, "build", err)
+	}
+	if err := f.Save(*out); err != nil {
+		return fail(e, "build", err)
+	}
+	fmt.Fprintf(e.stdout, "wrote %s: %d keys in %v, sized for %d at p=%g: k=%d, %.2f bits/key, %d bytes\n",
+		*out, added, time.Since(start).Round(time.Millisecond), f.Capacity(), *p, f.K(),
+		float64(f.Cap())/float64(max(1, f.Capacity())), f.SizeBytes())
+	return ExitOK
+}
+
+// buildLines builds from a key file or stdin. Stdin without -n is spooled
+// to a temporary file while it is counted, since it cannot be read twice.
+func buildLines(e env, path string, n uint64, p float64, showBar bool) (*ohbloom.AtomicFilter, uint64, error) {
+	var src io.Reader
+	if path == "-" {
+		src = e.stdin
+		if n == 0 {
+			spool, err := os.CreateTemp("", "ohbloom-keys-*")
+			if err != nil {
+				return nil, 0, err
+			}
+			defer os.Remove(spool.Name())
+			defer spool.Close()
+			if _, err := io.Copy(spool, e.stdin); err != nil {
+				return nil, 0, err
+			}
+			if _, err := spool.Seek(0, io.SeekStart); err != nil {
+				return nil, 0, err
+			}
+			src = spool
+		}
+	} else {
+		file, err := os.Open(path)
+		if err != nil {
+			return nil, 0, err
+		}
+		defer file.Close()
+		src = file
+	}
+	if n == 0 {
+		seeker, ok := src.(io.ReadSeeker)
+		if !ok {
+			return nil, 0, errors.New("cannot count keys here: give -n")
+		}
+		count, err := countLines(seeker)
+		if err != nil {
+			return nil, 0, err
+		}
+		if _, err := seeker.Seek(0, io.SeekStart); err != nil {
+			return nil, 0, err
+		}
+		n = max(1, count)
+	}
+	f, err := ohbloom.NewAtomicWithConfig(ohbloom.Config{Capacity: n, FPR: p})
+	if err != nil {
+		return nil, 0, err
+	}
+	bar := newBar(e, showBar, int64(n), "keys")
+	sc := bufio.NewScanner(src)
+	sc.Buffer(make([]byte, 64<<10), maxKeyLine)
+	added := f.AddSeq(lines(sc, bar))
+	bar.Finish()
+	if err := sc.Err(); err != nil {
+		return nil, 0, err
+	}
+	return f, added, nil
+}
+
+// lines yields the non-empty lines of sc, without their \r\n.
+func lines(sc *bufio.Scanner, bar *progressbar.ProgressBar) iter.Seq[[]byte] {
+	return func(yield func([]byte) bool) {
+		done := 0
+		for sc.Scan() {
+			line := sc.Bytes()
+			if len(line) > 0 && line[len(line)-1] == '\r' {
+				line = line[:len(line)-1]
+			}
+			if len(line) == 0 {
+				continue
+			}
+			if !yield(line) {
+				return
+			}
+			if done++; done%4096 == 0 {
+				bar.Add(4096)
+			}
+		}
+		bar.Add(done % 4096)
+	}
+}
+
+func countLines(r io.Reader) (uint64, error) {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64<<10), maxKeyLine)
+	var n uint64
+	for sc.Scan() {
+		if line := sc.Bytes(); len(line) > 0 && !(len(line) == 1 && line[0] == '\r') {
+			n++
+		}
+	}
+	return n, sc.Err()
+}
+
+// openSQL opens the SQLite file (which must exist) or the PostgreSQL URL.
+func openSQL(sqlitePath, postgresURL string) (*sql.DB, error) {
+	if sqlitePath != "" {
+		if _, err := os.Stat(sqlitePath); err != nil {
+			return nil, err
+		}
+		return sql.Open("sqlite", "file:"+sqlitePath+"?mode=ro")
+	}
+	return sql.Open("pgx", postgresURL)
+}
+
+func buildSQL(e env, sqlitePath, postgresURL, query string, n uint64, p float64, showBar bool) (*ohbloom.AtomicFilter, uint64, error) {
+	db, err := openSQL(sqlitePath, postgresURL)
+	if err != nil {
+		return nil, 0, err
+	}
+	defer db.Close()
+	ctx := context.Background()
+	countQuery := "SELECT count(*) FROM (" + query + ") AS keys"
+	if n == 0 {
+		if err := db.QueryRowContext(ctx, countQuery).Scan(&n); err != nil {
+			return nil, 0, fmt.Errorf("counting the keys: %w", err)
+		}
+		n = max(1, n)
+	}
+	f, err := ohbloom.NewAtomicWithConfig(ohbloom.Config{Capacity: n, FPR: p})
+	if err != nil {
+		return nil, 0, err
+	}
+	bar := newBar(e, showBar, int64(n), "rows")
+	var last uint64
+	l := &loader.Loader{Filter: f, DB: db, Query: query, ProgressEvery: 200 * time.Millisecond,
+		OnProgress: func(pr loader.Progress) {
+			bar.Add64(int64(pr.Rows - last))
+			last = pr.Rows
+		}}
+	stats, err := l.Run(ctx)
+	bar.Finish()
+	if err != nil {
+		return nil, 0, err
+	}
+	return f, stats.Rows, nil
+}
+
+// newBar returns a progress bar on stderr, or one that draws nothing.
+func newBar(e env, show bool, total int64, what string) *progressbar.ProgressBar {
+	if !show {
+		return progressbar.DefaultSilent(total)
+	}
+	return progressbar.NewOptions64(total,
+		progressbar.OptionSetWriter(e.stderr),
+		progressbar.OptionSetDescription(what),
+		progressbar.OptionShowCount(),
+		progressbar.OptionShowIts(),
+		progressbar.OptionSetItsString(what),
+		progressbar.OptionThrottle(100*time.Millisecond),
+		progressbar.OptionOnCompletion(func() { fmt.Fprintln(e.stderr) }),
+	)
+}
+
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
+}
