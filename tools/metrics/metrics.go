@@ -43,7 +43,9 @@ type Adder interface {
 }
 
 // SampleEvery is how many single Tests and Adds one counted call stands for.
-const SampleEvery = 64
+const SampleEvery = 1 << sampleBits
+
+const sampleBits = 6
 
 const shards = 64
 
@@ -59,8 +61,9 @@ type shard struct {
 // a prometheus.Collector. It is safe for concurrent use when the filter is.
 type Instrumented struct {
 	f      Filter
-	add    Adder         // nil for a read-only filter
-	salt   atomic.Uint64 // changes now and then; read-mostly, so cheap to load
+	atomic *ohbloom.AtomicFilter // f, when it is one: static calls, no interface dispatch
+	add    Adder                 // nil for a read-only filter
+	salt   atomic.Uint64         // changes now and then; read-mostly, so cheap to load
 	shards *[shards]shard
 	name   string
 
@@ -86,6 +89,7 @@ type descs struct {
 func New(name string, f Filter) *Instrumented {
 	m := &Instrumented{f: f, name: name, shards: new([shards]shard)}
 	m.add, _ = f.(Adder)
+	m.atomic, _ = f.(*ohbloom.AtomicFilter)
 	label := prometheus.Labels{"filter": name}
 	d := func(metric, help string) *prometheus.Desc {
 		return prometheus.NewDesc("ohbloom_"+metric, help, nil, label)
@@ -104,32 +108,45 @@ func New(name string, f Filter) *Instrumented {
 }
 
 // Test reports whether key may be in the filter, and counts the test.
-func (m *Instrumented) Test(key []byte) bool { return m.testHash(m.f.Hash(key)) }
+func (m *Instrumented) Test(key []byte) bool {
+	if a := m.atomic; a != nil {
+		h := a.Hash(key)
+		return m.record(h, a.TestHash(h))
+	}
+	h := m.f.Hash(key)
+	return m.record(h, m.f.TestHash(h))
+}
 
 // TestString is Test for a string key.
-func (m *Instrumented) TestString(key string) bool { return m.testHash(m.f.HashString(key)) }
+func (m *Instrumented) TestString(key string) bool {
+	if a := m.atomic; a != nil {
+		h := a.HashString(key)
+		return m.record(h, a.TestHash(h))
+	}
+	h := m.f.HashString(key)
+	return m.record(h, m.f.TestHash(h))
+}
 
-func (m *Instrumented) testHash(h uint64) bool {
-	ok := m.f.TestHash(h)
-	if s := m.sampled(h); s != nil {
-		m.resalt(s.tests.Add(SampleEvery))
-		if ok {
-			s.positives.Add(SampleEvery)
-		}
+// record counts a test of the key with hash h that answered ok, if the
+// call is sampled: one in SampleEvery, decided by the top bits of h^salt
+// (the low bits of h pick the block and are better left alone). It inlines,
+// so the calls that are not sampled pay a load, a XOR and a compare.
+func (m *Instrumented) record(h uint64, ok bool) bool {
+	if (h^m.salt.Load())>>(64-sampleBits) == 0 {
+		m.countTest(ok)
 	}
 	return ok
 }
 
-// sampled returns the shard to count a call on the key with hash h in, or
-// nil for the calls that are not counted. The top bits of h^salt decide
-// (the low bits of h pick the block and are better left alone). The shard
-// comes from the address of the calling goroutine's stack, so that
-// goroutines testing the same hot key count in different cache lines.
-func (m *Instrumented) sampled(h uint64) *shard {
-	if (h^m.salt.Load())>>(64-6) != 0 {
-		return nil
+// countTest counts a sampled test. The shard comes from the address of the
+// calling goroutine's stack, so that goroutines testing the same hot key
+// count in different cache lines.
+func (m *Instrumented) countTest(ok bool) {
+	s := &m.shards[stackShard()]
+	m.resalt(s.tests.Add(SampleEvery))
+	if ok {
+		s.positives.Add(SampleEvery)
 	}
-	return &m.shards[stackShard()]
 }
 
 // resalt changes the salt when a counter passes a multiple of 2^18, once
@@ -163,8 +180,8 @@ func (m *Instrumented) AddString(key string) { m.addHash(m.f.HashString(key)) }
 
 func (m *Instrumented) addHash(h uint64) {
 	m.add.AddHash(h)
-	if s := m.sampled(h); s != nil {
-		m.resalt(s.adds.Add(SampleEvery))
+	if (h^m.salt.Load())>>(64-sampleBits) == 0 {
+		m.resalt(m.shards[stackShard()].adds.Add(SampleEvery))
 	}
 }
 

@@ -140,9 +140,11 @@ func TestReadOnlySnapshotCounts(t *testing.T) {
 
 // BenchmarkTestOverhead measures what counting costs a Test, on one
 // goroutine and on all, against the bare filter (10^6 keys, in cache: the
-// case where the overhead shows most).
+// case where the overhead shows most). -count runs each case back to back,
+// which on a noisy machine skews the comparison; interleave whole runs:
 //
-//	go test -run '^$' -bench TestOverhead -count 6 ./tools/metrics/ > m.txt
+//	go test -c -o m.test ./tools/metrics/
+//	for i in $(seq 10); do ./m.test -test.run '^$' -test.bench TestOverhead; done > m.txt
 //	benchstat -col /counting m.txt
 func BenchmarkTestOverhead(b *testing.B) {
 	f := ohbloom.NewAtomic(1_000_000, 0.01)
