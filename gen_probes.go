@@ -50,33 +50,24 @@ func main() {
 	var tests, atomicTests, adds, masks, atomicAdds []string
 	for k := 2; k <= 16; k++ {
 		s := sizes[k]
-		// testK
-		fmt.Fprintf(&out, "func test%d(b *block, x uint32) bool {\n\tpresent := ^uint64(0)\n\tvar bit uint32\n", k)
-		off := 0
-		for _, size := range s {
-			fmt.Fprintf(&out, "\tbit = %d + %s\n\tpresent &= b[bit/64] >> (bit %% 64)\n", off, rem(size))
-			off += size
+		// testK, atomicTestK and addK: one line per partition.
+		perPartition := func(head, line, tail string) {
+			out.WriteString(head)
+			off := 0
+			for _, size := range s {
+				fmt.Fprintf(&out, "\tbit = %d + %s\n\t%s\n", off, rem(size), line)
+				off += size
+			}
+			out.WriteString(tail)
 		}
-		out.WriteString("\treturn present&1 != 0\n}\n\n")
-		// atomicTestK
-		fmt.Fprintf(&out, "func atomicTest%d(b *block, x uint32) bool {\n\tpresent := ^uint64(0)\n\tvar bit uint32\n", k)
-		off = 0
-		for _, size := range s {
-			fmt.Fprintf(&out, "\tbit = %d + %s\n\tpresent &= atomic.LoadUint64(&b[bit/64]) >> (bit %% 64)\n", off, rem(size))
-			off += size
-		}
-		out.WriteString("\treturn present&1 != 0\n}\n\n")
-		// addK
-		fmt.Fprintf(&out, "func add%d(b *block, x uint32) {\n\tvar bit uint32\n", k)
-		off = 0
-		for _, size := range s {
-			fmt.Fprintf(&out, "\tbit = %d + %s\n\tb[bit/64] |= 1 << (bit %% 64)\n", off, rem(size))
-			off += size
-		}
-		out.WriteString("}\n\n")
+		const testHead = "(b *block, x uint32) bool {\n\tpresent := ^uint64(0)\n\tvar bit uint32\n"
+		const testTail = "\treturn present&1 != 0\n}\n\n"
+		perPartition(fmt.Sprintf("func test%d%s", k, testHead), "present &= b[bit/64] >> (bit % 64)", testTail)
+		perPartition(fmt.Sprintf("func atomicTest%d%s", k, testHead), "present &= atomic.LoadUint64(&b[bit/64]) >> (bit % 64)", testTail)
+		perPartition(fmt.Sprintf("func add%d(b *block, x uint32) {\n\tvar bit uint32\n", k), "b[bit/64] |= 1 << (bit % 64)", "}\n\n")
 		// maskK
 		fmt.Fprintf(&out, "func mask%d(x uint32) (m0, m1, m2, m3, m4, m5, m6, m7 uint64) {\n\tvar bit uint32\n", k)
-		off = 0
+		off := 0
 		for _, size := range s {
 			fmt.Fprintf(&out, "\tbit = %d + %s\n", off, rem(size))
 			for w := off / 64; w <= (off+size-1)/64; w++ {
