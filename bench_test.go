@@ -137,3 +137,48 @@ func BenchmarkParallel(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkCounting compares the counting filter with the plain one at 10^6
+// keys, p = 1%: add, test of present keys, and remove (then re-add, so the
+// filter stays full).
+//
+//	go test -run '^$' -bench Counting -count 6 .
+func BenchmarkCounting(b *testing.B) {
+	const n = 1_000_000
+	plain, counting := New(n, 0.01), NewCounting(n, 0.01)
+	var buf [16]byte
+	for i := range uint64(n) {
+		plain.Add(benchKey(&buf, i))
+		counting.Add(benchKey(&buf, i))
+	}
+	b.Run("filter=plain/op=add", func(b *testing.B) {
+		i := uint64(0)
+		for b.Loop() {
+			plain.Add(benchKey(&buf, i%n))
+			i++
+		}
+	})
+	b.Run("filter=plain/op=test", func(b *testing.B) {
+		i := uint64(0)
+		for b.Loop() {
+			plain.Test(benchKey(&buf, i%n))
+			i++
+		}
+	})
+	b.Run("filter=counting/op=test", func(b *testing.B) {
+		i := uint64(0)
+		for b.Loop() {
+			counting.Test(benchKey(&buf, i%n))
+			i++
+		}
+	})
+	b.Run("filter=counting/op=add-remove", func(b *testing.B) {
+		i := uint64(0)
+		for b.Loop() {
+			counting.Add(benchKey(&buf, n+i%n))
+			counting.Remove(benchKey(&buf, n+i%n))
+			i++
+		}
+	})
+	b.ReportMetric(float64(counting.SizeBytes()*8)/n, "counting-bits/key")
+}

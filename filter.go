@@ -119,7 +119,7 @@ func (l *layout) FillRatio() float64 {
 // of set bits (not from a count of calls, so re-adding a key does not move
 // it, and a union counts each key once). It returns math.MaxUint64 when
 // every bit is set.
-func (l *layout) EstimatedCount() uint64 { return estimateCount(l.popcount(), l.nblocks, l.k) }
+func (l *layout) EstimatedCount() uint64 { return bitTable.estimateCount(l.popcount(), l.nblocks, l.k) }
 
 // EstimatedFPR returns the probability that a key never added tests positive
 // now. It is computed exactly from the bits: a key picks a block uniformly

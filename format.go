@@ -21,8 +21,32 @@ const (
 // Filter kinds, recorded in the header so that one framing serves every
 // filter of the family and a file is never read as the wrong kind.
 const (
-	kindBlocked = 1 // Filter and AtomicFilter: 1 bit per partition
+	kindBlocked  = 1 // Filter and AtomicFilter: 1 bit per partition
+	kindCounting = 2 // CountingFilter and AtomicCountingFilter: 4-bit counters
 )
+
+// tableOf returns the partition table of a filter kind, nil for an unknown
+// kind.
+func tableOf(kind uint8) *partitionTable {
+	switch kind {
+	case kindBlocked:
+		return bitTable
+	case kindCounting:
+		return counterTable
+	}
+	return nil
+}
+
+// kindName names a filter kind in errors.
+func kindName(kind uint8) string {
+	switch kind {
+	case kindBlocked:
+		return "a blocked Bloom filter"
+	case kindCounting:
+		return "a counting filter"
+	}
+	return fmt.Sprintf("kind %d", kind)
+}
 
 // Hash algorithms, recorded in the header.
 const (
@@ -86,7 +110,7 @@ func (h header) encode() (b [headerSize]byte) {
 	le.PutUint64(b[24:], h.nblocks)
 	le.PutUint64(b[32:], h.capacity)
 	le.PutUint64(b[40:], math.Float64bits(h.targetFPR))
-	for i, s := range partitionSizes[h.k] {
+	for i, s := range tableOf(h.kind).sizes[h.k] {
 		le.PutUint16(b[48+2*i:], s)
 	}
 	le.PutUint64(b[120:], xxh3.Hash(b[:120]))
@@ -111,7 +135,8 @@ func decodeHeader(b []byte) (header, error) {
 		return h, fmt.Errorf("%w: header hashes to %#x, recorded %#x", ErrChecksum, got, want)
 	}
 	h.kind, h.hash, h.k = b[10], b[11], int(b[12])
-	if h.kind != kindBlocked {
+	table := tableOf(h.kind)
+	if table == nil {
 		return h, fmt.Errorf("%w: %d", ErrUnknownKind, h.kind)
 	}
 	if h.hash != hashXXH3 {
@@ -121,13 +146,13 @@ func decodeHeader(b []byte) (header, error) {
 	h.nblocks = le.Uint64(b[24:])
 	h.capacity = le.Uint64(b[32:])
 	h.targetFPR = math.Float64frombits(le.Uint64(b[40:]))
-	if h.k < minK || h.k > maxK {
+	if h.k < minK || h.k > table.kmax {
 		return h, fmt.Errorf("%w: k = %d", ErrUnknownPartition, h.k)
 	}
 	for i := range maxK {
 		var want uint16
 		if i < h.k {
-			want = partitionSizes[h.k][i]
+			want = table.sizes[h.k][i]
 		}
 		if got := le.Uint16(b[48+2*i:]); got != want {
 			return h, fmt.Errorf("%w: k = %d, partition %d has size %d, want %d", ErrUnknownPartition, h.k, i, got, want)
@@ -156,6 +181,14 @@ func (h header) layout() layout {
 	l := layout{seed: h.seed, capacity: h.capacity, targetFPR: h.targetFPR}
 	l.setGeometry(h.nblocks, h.k)
 	return l
+}
+
+// wantKind checks that a decoded header is of the kind the receiver holds.
+func (h header) wantKind(kind uint8) error {
+	if h.kind != kind {
+		return fmt.Errorf("%w: the input holds %s, not %s", ErrUnknownKind, kindName(h.kind), kindName(kind))
+	}
+	return nil
 }
 
 // WriteTo writes the filter to w in the format below and returns the number
@@ -193,7 +226,10 @@ func (f *Filter) WriteTo(w io.Writer) (int64, error) { return f.writeTo(w) }
 // checksum either way.
 func (f *AtomicFilter) WriteTo(w io.Writer) (int64, error) { return f.writeTo(w) }
 
-func (l *layout) writeTo(w io.Writer) (int64, error) {
+func (l *layout) writeTo(w io.Writer) (int64, error) { return writeBlocks(w, l.header(), l.blocks) }
+
+// writeBlocks streams an encoded filter: header, blocks, checksum.
+func writeBlocks(w io.Writer, h header, blocks []block) (int64, error) {
 	var written int64
 	put := func(b []byte) error {
 		n, err := w.Write(b)
@@ -201,14 +237,14 @@ func (l *layout) writeTo(w io.Writer) (int64, error) {
 		return err
 	}
 	sum := xxh3.New()
-	hdr := l.header().encode()
+	hdr := h.encode()
 	sum.Write(hdr[:])
 	if err := put(hdr[:]); err != nil {
 		return written, err
 	}
 	buf := make([]byte, ioChunk)
-	for i := 0; i < len(l.blocks); {
-		chunk := l.blocks[i:min(len(l.blocks), i+ioChunk/blockBytes)]
+	for i := 0; i < len(blocks); {
+		chunk := blocks[i:min(len(blocks), i+ioChunk/blockBytes)]
 		out := encodeBlocks(buf, chunk)
 		sum.Write(out)
 		if err := put(out); err != nil {
@@ -247,12 +283,15 @@ func (f *Filter) MarshalBinary() ([]byte, error) { return f.marshal(), nil }
 // MarshalBinary returns the filter in the format of Filter.WriteTo.
 func (f *AtomicFilter) MarshalBinary() ([]byte, error) { return f.marshal(), nil }
 
-func (l *layout) marshal() []byte {
-	out := make([]byte, 0, encodedSize(l.nblocks))
-	hdr := l.header().encode()
+func (l *layout) marshal() []byte { return marshalBlocks(l.header(), l.blocks) }
+
+// marshalBlocks returns an encoded filter.
+func marshalBlocks(h header, blocks []block) []byte {
+	out := make([]byte, 0, encodedSize(h.nblocks))
+	hdr := h.encode()
 	out = append(out, hdr[:]...)
-	out = out[:headerSize+len(l.blocks)*blockBytes]
-	encodeBlocks(out[headerSize:], l.blocks)
+	out = out[:headerSize+len(blocks)*blockBytes]
+	encodeBlocks(out[headerSize:], blocks)
 	return binary.LittleEndian.AppendUint64(out, xxh3.Hash(out))
 }
 
@@ -265,28 +304,41 @@ func (f *Filter) UnmarshalBinary(data []byte) error { return f.unmarshal(data) }
 func (f *AtomicFilter) UnmarshalBinary(data []byte) error { return f.unmarshal(data) }
 
 func (l *layout) unmarshal(data []byte) error {
-	h, err := decodeHeader(data)
+	h, blocks, err := unmarshalBlocks(data, kindBlocked)
 	if err != nil {
 		return err
+	}
+	nl := h.layout()
+	nl.blocks = blocks
+	*l = nl
+	return nil
+}
+
+// unmarshalBlocks decodes exactly one encoded filter of the given kind.
+func unmarshalBlocks(data []byte, kind uint8) (header, []block, error) {
+	h, err := decodeHeader(data)
+	if err == nil {
+		err = h.wantKind(kind)
+	}
+	if err != nil {
+		return h, nil, err
 	}
 	// The length is checked against the header before anything is
 	// allocated, so a short input cannot make us allocate what it claims.
 	want := encodedSize(h.nblocks)
 	if uint64(len(data)) < want {
-		return fmt.Errorf("%w: %d bytes, the header announces %d", ErrTruncated, len(data), want)
+		return h, nil, fmt.Errorf("%w: %d bytes, the header announces %d", ErrTruncated, len(data), want)
 	}
 	if uint64(len(data)) > want {
-		return fmt.Errorf("%w: %d bytes, the header announces %d", ErrCorrupt, len(data), want)
+		return h, nil, fmt.Errorf("%w: %d bytes, the header announces %d", ErrCorrupt, len(data), want)
 	}
 	body := data[:want-trailerSize]
 	if got, rec := xxh3.Hash(body), binary.LittleEndian.Uint64(data[want-trailerSize:]); got != rec {
-		return fmt.Errorf("%w: data hashes to %#x, recorded %#x", ErrChecksum, got, rec)
+		return h, nil, fmt.Errorf("%w: data hashes to %#x, recorded %#x", ErrChecksum, got, rec)
 	}
-	nl := h.layout()
-	nl.blocks = alignedBlocks(nl.nblocks)
-	decodeBlocks(nl.blocks, body[headerSize:])
-	*l = nl
-	return nil
+	blocks := alignedBlocks(h.nblocks)
+	decodeBlocks(blocks, body[headerSize:])
+	return h, blocks, nil
 }
 
 // ReadFrom replaces f with a filter read from r in the format of
@@ -301,6 +353,18 @@ func (f *Filter) ReadFrom(r io.Reader) (int64, error) { return f.readFrom(r) }
 func (f *AtomicFilter) ReadFrom(r io.Reader) (int64, error) { return f.readFrom(r) }
 
 func (l *layout) readFrom(r io.Reader) (int64, error) {
+	h, blocks, n, err := readBlocks(r, kindBlocked)
+	if err != nil {
+		return n, err
+	}
+	nl := h.layout()
+	nl.blocks = blocks
+	*l = nl
+	return n, nil
+}
+
+// readBlocks reads exactly one encoded filter of the given kind from r.
+func readBlocks(r io.Reader, kind uint8) (header, []block, int64, error) {
 	var read int64
 	fill := func(b []byte) error {
 		n, err := io.ReadFull(r, b)
@@ -312,18 +376,20 @@ func (l *layout) readFrom(r io.Reader) (int64, error) {
 	}
 	var hdr [headerSize]byte
 	if err := fill(hdr[:]); err != nil && !errors.Is(err, ErrTruncated) {
-		return read, err
+		return header{}, nil, read, err
 	}
 	// A short header is reported as decodeHeader sees it: foreign bytes as
 	// ErrNotFilter, a cut-off filter as ErrTruncated.
 	h, err := decodeHeader(hdr[:read])
+	if err == nil {
+		err = h.wantKind(kind)
+	}
 	if err != nil {
-		return read, err
+		return h, nil, read, err
 	}
 	sum := xxh3.New()
 	sum.Write(hdr[:])
 
-	nl := h.layout()
 	blocks := alignedBlocks(min(h.nblocks, firstAlloc/blockBytes))
 	buf := make([]byte, ioChunk)
 	for done := uint64(0); done < h.nblocks; {
@@ -336,7 +402,7 @@ func (l *layout) readFrom(r io.Reader) (int64, error) {
 		n := min(uint64(len(blocks))-done, ioChunk/blockBytes)
 		chunk := buf[:n*blockBytes]
 		if err := fill(chunk); err != nil {
-			return read, err
+			return h, nil, read, err
 		}
 		sum.Write(chunk)
 		decodeBlocks(blocks[done:done+n], chunk)
@@ -344,12 +410,10 @@ func (l *layout) readFrom(r io.Reader) (int64, error) {
 	}
 	var tail [trailerSize]byte
 	if err := fill(tail[:]); err != nil {
-		return read, err
+		return h, nil, read, err
 	}
 	if got, rec := sum.Sum64(), binary.LittleEndian.Uint64(tail[:]); got != rec {
-		return read, fmt.Errorf("%w: data hashes to %#x, recorded %#x", ErrChecksum, got, rec)
+		return h, nil, read, fmt.Errorf("%w: data hashes to %#x, recorded %#x", ErrChecksum, got, rec)
 	}
-	nl.blocks = blocks
-	*l = nl
-	return read, nil
+	return h, blocks, read, nil
 }

@@ -80,7 +80,7 @@ func TestSizingMeetsTarget(t *testing.T) {
 			if n >= 1e7 {
 				fewest := math.MaxFloat64
 				for kk := minK; kk <= maxK; kk++ {
-					if load := fpr.MaxLoad(intSizes(kk), p*(1-sizingMargin)); load > 0 {
+					if load := fpr.MaxLoad(bitTable.ints(kk), p*(1-sizingMargin)); load > 0 {
 						fewest = min(fewest, float64(n)/load)
 					}
 				}

@@ -19,6 +19,12 @@ const (
 	// 2^32 blocks the two parts would overlap and the keys of one block would
 	// no longer spread over its bits independently.
 	MaxBlocks = 1 << 32
+
+	// A counting filter's block is the same cache line as 128 4-bit
+	// counters. Its k stops at 8: no eight pairwise-coprime sizes near
+	// 128/8 beyond those in the table sum to 128, and nine cannot.
+	countersPerBlock = blockBits / 4
+	maxCountingK     = 8
 )
 
 // block is one cache line of the filter: 512 bits as 8 little-endian-ordered

@@ -3,8 +3,8 @@
 package ohbloom
 
 // partitionSizes[k] lists the k pairwise-coprime partition sizes of a
-// 512-bit block, smallest first; see gen_partitions.go for how they were
-// chosen. Entries below minK are empty.
+// 512-bit block, smallest first; see
+// gen_partitions.go for how they were chosen. Entries below minK are empty.
 var partitionSizes = [maxK + 1][]uint16{
 	2:  {255, 257},
 	3:  {169, 171, 172},
@@ -21,4 +21,17 @@ var partitionSizes = [maxK + 1][]uint16{
 	14: {17, 19, 23, 25, 29, 31, 37, 39, 41, 43, 47, 49, 53, 59},
 	15: {13, 17, 19, 23, 29, 31, 32, 33, 35, 37, 41, 43, 47, 53, 59},
 	16: {7, 9, 11, 17, 19, 23, 25, 29, 31, 37, 41, 43, 47, 53, 59, 61},
+}
+
+// counterPartitionSizes[k] lists the k pairwise-coprime partition sizes of a
+// block of 128 4-bit counters, smallest first; see
+// gen_partitions.go for how they were chosen. Entries below minK are empty.
+var counterPartitionSizes = [maxK + 1][]uint16{
+	2: {63, 65},
+	3: {41, 43, 44},
+	4: {29, 31, 33, 35},
+	5: {22, 23, 25, 27, 31},
+	6: {13, 17, 21, 23, 25, 29},
+	7: {11, 13, 16, 19, 21, 23, 25},
+	8: {7, 9, 11, 13, 17, 19, 23, 29},
 }

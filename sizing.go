@@ -61,43 +61,48 @@ var ErrTooLarge = errors.New("ohbloom: filter too large")
 // plan turns a Config into a layout with no storage yet.
 func (c Config) plan() (layout, error) {
 	var l layout
-	if c.RandomSeed && c.Seed != 0 {
-		return l, fmt.Errorf("%w: Seed and RandomSeed are both set", ErrInvalidConfig)
-	}
-	l.seed = c.Seed
-	if c.RandomSeed {
-		var b [8]byte
-		rand.Read(b[:]) // never fails: it crashes the program first (Go 1.24+)
-		l.seed = binary.LittleEndian.Uint64(b[:])
-	}
-	l.capacity, l.targetFPR = c.Capacity, c.FPR
-
-	if c.Blocks != 0 || c.K != 0 {
-		if c.K < minK || c.K > maxK {
-			return l, fmt.Errorf("%w: K = %d, want %d to %d", ErrInvalidConfig, c.K, minK, maxK)
-		}
-		if c.Blocks == 0 {
-			return l, fmt.Errorf("%w: K is set but Blocks is 0", ErrInvalidConfig)
-		}
-		if err := checkBlocks(c.Blocks); err != nil {
-			return l, err
-		}
-		l.setGeometry(c.Blocks, c.K)
-		return l, nil
-	}
-
-	if c.Capacity == 0 {
-		return l, fmt.Errorf("%w: Capacity is 0", ErrInvalidConfig)
-	}
-	if !(c.FPR > 0 && c.FPR < 1) { // also catches NaN
-		return l, fmt.Errorf("%w: FPR = %v, want 0 < FPR < 1", ErrInvalidConfig, c.FPR)
-	}
-	nblocks, k, err := Size(c.Capacity, c.FPR)
+	nblocks, k, seed, err := c.geometry(bitTable)
 	if err != nil {
 		return l, err
 	}
+	l.seed, l.capacity, l.targetFPR = seed, c.Capacity, c.FPR
 	l.setGeometry(nblocks, k)
 	return l, nil
+}
+
+// geometry validates c and returns the block count, k and seed it asks
+// for, sizing from Capacity and FPR for blocks of table's shape unless
+// Blocks and K are given.
+func (c Config) geometry(table *partitionTable) (nblocks uint64, k int, seed uint64, err error) {
+	if c.RandomSeed && c.Seed != 0 {
+		return 0, 0, 0, fmt.Errorf("%w: Seed and RandomSeed are both set", ErrInvalidConfig)
+	}
+	seed = c.Seed
+	if c.RandomSeed {
+		var b [8]byte
+		rand.Read(b[:]) // never fails: it crashes the program first (Go 1.24+)
+		seed = binary.LittleEndian.Uint64(b[:])
+	}
+	if c.Blocks != 0 || c.K != 0 {
+		if c.K < minK || c.K > table.kmax {
+			return 0, 0, 0, fmt.Errorf("%w: K = %d, want %d to %d", ErrInvalidConfig, c.K, minK, table.kmax)
+		}
+		if c.Blocks == 0 {
+			return 0, 0, 0, fmt.Errorf("%w: K is set but Blocks is 0", ErrInvalidConfig)
+		}
+		if err := checkBlocks(c.Blocks); err != nil {
+			return 0, 0, 0, err
+		}
+		return c.Blocks, c.K, seed, nil
+	}
+	if c.Capacity == 0 {
+		return 0, 0, 0, fmt.Errorf("%w: Capacity is 0", ErrInvalidConfig)
+	}
+	if !(c.FPR > 0 && c.FPR < 1) { // also catches NaN
+		return 0, 0, 0, fmt.Errorf("%w: FPR = %v, want 0 < FPR < 1", ErrInvalidConfig, c.FPR)
+	}
+	nblocks, k, err = table.size(c.Capacity, c.FPR)
+	return nblocks, k, seed, err
 }
 
 func (l *layout) setGeometry(nblocks uint64, k int) {
@@ -130,7 +135,31 @@ func checkBlocks(n uint64) error {
 // rate strays further from the expected one: it adds blocks until the
 // expected rate plus two standard deviations of the realized one is within
 // the aim.
-func Size(n uint64, p float64) (blocks uint64, k int, err error) {
+func Size(n uint64, p float64) (blocks uint64, k int, err error) { return bitTable.size(n, p) }
+
+// partitionTable is one shape of block: how many slots (bits, or counters)
+// it has and, for each k up to kmax, the sizes of its partitions.
+type partitionTable struct {
+	slots, kmax int
+	sizes       *[maxK + 1][]uint16
+}
+
+var (
+	bitTable     = &partitionTable{slots: blockBits, kmax: maxK, sizes: &partitionSizes}
+	counterTable = &partitionTable{slots: countersPerBlock, kmax: maxCountingK, sizes: &counterPartitionSizes}
+)
+
+// ints returns the partition sizes for k as ints, for package fpr.
+func (t *partitionTable) ints(k int) []int {
+	s := make([]int, k)
+	for i, v := range t.sizes[k] {
+		s[i] = int(v)
+	}
+	return s
+}
+
+// size is Size for blocks of this table's shape.
+func (t *partitionTable) size(n uint64, p float64) (blocks uint64, k int, err error) {
 	if n == 0 {
 		return 0, 0, fmt.Errorf("%w: n is 0", ErrInvalidConfig)
 	}
@@ -138,9 +167,9 @@ func Size(n uint64, p float64) (blocks uint64, k int, err error) {
 		return 0, 0, fmt.Errorf("%w: p = %v, want 0 < p < 1", ErrInvalidConfig, p)
 	}
 	aim := p * (1 - sizingMargin)
-	k, load := bestLoad(aim)
+	k, load := t.bestLoad(aim)
 	if load == 0 {
-		return 0, 0, fmt.Errorf("%w: p = %v is below what %d-bit blocks can reach", ErrTooLarge, p, blockBits)
+		return 0, 0, fmt.Errorf("%w: p = %v is below what blocks of %d slots can reach", ErrTooLarge, p, t.slots)
 	}
 	nf := float64(n)
 	bf := math.Ceil(nf / load)
@@ -150,7 +179,7 @@ func Size(n uint64, p float64) (blocks uint64, k int, err error) {
 	// Safe at bf blocks: the expected rate plus two standard deviations of
 	// one filter's realized rate is within the aim. Both fall as blocks are
 	// added, so the fewest safe blocks can be bisected for.
-	sizes := intSizes(k)
+	sizes := t.ints(k)
 	safe := func(bf float64) bool {
 		mean, variance := fpr.Moments(sizes, nf/bf)
 		return mean+2*math.Sqrt(variance/bf) <= aim
@@ -179,7 +208,12 @@ func Size(n uint64, p float64) (blocks uint64, k int, err error) {
 
 // loads caches bestLoad by target: it costs a few milliseconds and programs
 // ask for the same few rates again and again.
-var loads sync.Map // float64 -> kLoad
+var loads sync.Map // loadKey -> kLoad
+
+type loadKey struct {
+	slots int
+	aim   float64
+}
 
 type kLoad struct {
 	k    int
@@ -188,32 +222,25 @@ type kLoad struct {
 
 // bestLoad returns the k that allows the most keys per block at rate aim,
 // and that load. Ties go to the smaller k, which probes faster.
-func bestLoad(aim float64) (int, float64) {
-	if v, ok := loads.Load(aim); ok {
+func (t *partitionTable) bestLoad(aim float64) (int, float64) {
+	key := loadKey{t.slots, aim}
+	if v, ok := loads.Load(key); ok {
 		kl := v.(kLoad)
 		return kl.k, kl.load
 	}
 	best := kLoad{}
-	for k := minK; k <= maxK; k++ {
-		if load := fpr.MaxLoad(intSizes(k), aim); load > best.load {
+	for k := minK; k <= t.kmax; k++ {
+		if load := fpr.MaxLoad(t.ints(k), aim); load > best.load {
 			best = kLoad{k, load}
 		}
 	}
 	if n := cachedLoads.Add(1); n <= 1024 { // bound the cache against unbounded distinct rates
-		loads.Store(aim, best)
+		loads.Store(key, best)
 	}
 	return best.k, best.load
 }
 
 var cachedLoads atomic.Int64
-
-func intSizes(k int) []int {
-	s := make([]int, k)
-	for i, v := range partitionSizes[k] {
-		s[i] = int(v)
-	}
-	return s
-}
 
 // ExpectedFPR returns the false positive rate a filter of the given geometry
 // is expected to have once it holds n distinct keys, by the exact model
@@ -222,24 +249,24 @@ func ExpectedFPR(n, blocks uint64, k int) float64 {
 	if blocks == 0 || k < minK || k > maxK {
 		return math.NaN()
 	}
-	return fpr.Rate(intSizes(k), float64(n)/float64(blocks))
+	return fpr.Rate(bitTable.ints(k), float64(n)/float64(blocks))
 }
 
-// estimateCount inverts the expected number of set bits: n keys leave bit
-// positions of partition i (nblocks·size_i of them, one hit per key) unset
+// estimateCount inverts the expected number of set slots: n keys leave the
+// slots of partition i (nblocks·size_i of them, one hit per key) unset
 // with probability exp(−n/(nblocks·size_i)), so
 //
 //	E[set bits] = Σ_i nblocks·size_i·(1 − exp(−n/(nblocks·size_i)))
 //
 // which grows with n and is solved for the observed count by bisection.
-func estimateCount(set, nblocks uint64, k int) uint64 {
+func (t *partitionTable) estimateCount(set, nblocks uint64, k int) uint64 {
 	if set == 0 {
 		return 0
 	}
-	if set >= nblocks*blockBits {
+	if set >= nblocks*uint64(t.slots) {
 		return math.MaxUint64
 	}
-	sizes := partitionSizes[k]
+	sizes := t.sizes[k]
 	b := float64(nblocks)
 	expected := func(n float64) float64 {
 		e := 0.0

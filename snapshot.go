@@ -108,6 +108,9 @@ func Open(path string) (*Snapshot, error) {
 		return nil, fmt.Errorf("ohbloom: open %s: %w", path, err)
 	}
 	h, err := decodeHeader(hdr[:n])
+	if err == nil {
+		err = h.wantKind(kindBlocked)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("ohbloom: open %s: %w", path, err)
 	}
