@@ -35,7 +35,7 @@ const (
 // counters (CountingFilter), whose k stops where no pairwise-coprime set of
 // sizes near 128/k sums to 128.
 var tables = []struct {
-	name, doc string
+	name, doc   string
 	slots, maxK int
 }{
 	{"partitionSizes", "the k pairwise-coprime partition sizes of a\n// 512-bit block", 512, 16},
