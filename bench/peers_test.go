@@ -32,6 +32,15 @@ var peers = []struct {
 		f := bloom.NewWithEstimates(uint(n), p)
 		return bbloom{f}, float64(f.Cap())
 	}},
+	// ohbloom's classic filter, bit-compatible with bits-and-blooms: it
+	// must not be slower than the library it mirrors.
+	{"ohbloom-classic", func(n uint64, p float64) (filter, float64) {
+		f, err := ohbloom.NewClassicWithEstimates(ohbloom.BitsAndBlooms, n, p)
+		if err != nil {
+			panic(err)
+		}
+		return f, float64(f.Cap())
+	}},
 }
 
 // sizes are the filter sizes of the comparison: 1e6 keys (a few MB, in the

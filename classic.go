@@ -1,0 +1,307 @@
+package ohbloom
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"math/bits"
+)
+
+// Strategy names a classic filter's hashing and byte format, each exactly
+// that of a library whose filters are already stored in many services.
+type Strategy int
+
+const (
+	// BitsAndBlooms is github.com/bits-and-blooms/bloom/v3: MurmurHash3
+	// x64-128 of the key and of the key followed by 0x01 give h0..h3, and
+	// hash i is (h[i%2] + i·h[2+((i+i%2)%4)/2]) mod m. WriteTo writes m, k
+	// and the bitset's length as big-endian uint64s, then ⌈m/64⌉ big-endian
+	// words, bit j in word j/64 at bit j%64.
+	BitsAndBlooms Strategy = 1
+	// GuavaMurmur128Mitz64 is Guava's BloomFilter with strategy
+	// MURMUR128_MITZ_64: MurmurHash3 x64-128 of the funneled key gives
+	// (h1, h2), and hash i is ((h1 + i·h2) & MaxInt64) mod m, m a multiple
+	// of 64. writeTo writes the strategy's ordinal (1) and k as bytes, the
+	// number of words as a big-endian int32, then the big-endian words.
+	// Keys are the bytes Guava's funnels put: byteArrayFunnel the bytes,
+	// stringFunnel(UTF_8) the UTF-8 of the string, longFunnel the 8
+	// little-endian bytes of the long (AddUint64).
+	GuavaMurmur128Mitz64 Strategy = 2
+)
+
+func (s Strategy) String() string {
+	switch s {
+	case BitsAndBlooms:
+		return "bits-and-blooms"
+	case GuavaMurmur128Mitz64:
+		return "guava MURMUR128_MITZ_64"
+	}
+	return fmt.Sprintf("Strategy(%d)", int(s))
+}
+
+// ErrUnknownStrategy is returned for a strategy this package does not
+// implement, or a Guava stream that names one.
+var ErrUnknownStrategy = errors.New("ohbloom: unknown classic filter strategy")
+
+// maxClassicBits bounds a classic filter: 2^40 bits, 128 GiB.
+const maxClassicBits = 1 << 40
+
+// ClassicFilter is an unblocked Bloom filter with double hashing whose bits,
+// answers and bytes are exactly those of another library's filter (see
+// Strategy), so that filters stored by bits-and-blooms/bloom or by Guava can
+// be read, queried, extended and written back. Each key costs k cache
+// misses once the filter outgrows the caches; for new filters, prefer
+// Filter. It is not safe for concurrent use.
+type ClassicFilter struct {
+	strategy Strategy
+	m, k     uint64
+	words    []uint64
+}
+
+// NewClassic returns an empty classic filter of m bits and k hashes. For
+// GuavaMurmur128Mitz64, m is rounded up to a multiple of 64, as Guava does.
+func NewClassic(s Strategy, m, k uint64) (*ClassicFilter, error) {
+	if s != BitsAndBlooms && s != GuavaMurmur128Mitz64 {
+		return nil, fmt.Errorf("%w: %v", ErrUnknownStrategy, s)
+	}
+	if m == 0 || m > maxClassicBits {
+		return nil, fmt.Errorf("%w: m = %d bits, want 1 to %d", ErrInvalidConfig, m, uint64(maxClassicBits))
+	}
+	if k == 0 || s == GuavaMurmur128Mitz64 && k > 255 || k > 1<<16 {
+		return nil, fmt.Errorf("%w: k = %d", ErrInvalidConfig, k)
+	}
+	words := (m + 63) / 64
+	if s == GuavaMurmur128Mitz64 {
+		m = words * 64
+	}
+	if mem := physicalMemory(); words*8 > mem {
+		return nil, fmt.Errorf("%w: %d bits, the machine has %d bytes", ErrTooLarge, m, mem)
+	}
+	return &ClassicFilter{strategy: s, m: m, k: k, words: make([]uint64, words)}, nil
+}
+
+// NewClassicWithEstimates sizes a classic filter for n keys at rate p the
+// way its library does: bits-and-blooms' EstimateParameters (m = ⌈−n ln p /
+// ln²2⌉, k = ⌈ln 2 · m/n⌉), or Guava's BloomFilter.create (m = ⌊−n ln p /
+// ln²2⌋ rounded up to 64, k = round(m/n · ln 2)); 5,000,000 keys at 1% give
+// Guava's m = 47,962,029 bits (47,962,048 stored) and k = 7.
+func NewClassicWithEstimates(s Strategy, n uint64, p float64) (*ClassicFilter, error) {
+	if n == 0 || !(p > 0 && p < 1) {
+		return nil, fmt.Errorf("%w: n = %d, p = %v", ErrInvalidConfig, n, p)
+	}
+	nf := float64(n)
+	bitsNeeded := -nf * math.Log(p) / (math.Ln2 * math.Ln2)
+	if bitsNeeded > maxClassicBits {
+		return nil, fmt.Errorf("%w: %.0f bits", ErrTooLarge, bitsNeeded)
+	}
+	var m, k uint64
+	switch s {
+	case BitsAndBlooms:
+		m = uint64(math.Ceil(bitsNeeded))
+		k = uint64(math.Ceil(math.Ln2 * float64(m) / nf))
+	case GuavaMurmur128Mitz64:
+		m = uint64(bitsNeeded)
+		k = uint64(max(1, math.Round(float64(m)/nf*math.Ln2)))
+	default:
+		return nil, fmt.Errorf("%w: %v", ErrUnknownStrategy, s)
+	}
+	return NewClassic(s, m, k)
+}
+
+// Strategy returns the filter's strategy.
+func (f *ClassicFilter) Strategy() Strategy { return f.strategy }
+
+// Cap returns the number of bits.
+func (f *ClassicFilter) Cap() uint64 { return f.m }
+
+// K returns the number of hashes per key.
+func (f *ClassicFilter) K() uint64 { return f.k }
+
+// Add inserts key.
+func (f *ClassicFilter) Add(key []byte) { f.probe(key, true) }
+
+// AddString inserts key (for Guava, as stringFunnel(UTF_8) puts it).
+func (f *ClassicFilter) AddString(key string) { f.probe([]byte(key), true) }
+
+// AddUint64 inserts v as Guava's longFunnel puts a long: its 8
+// little-endian bytes.
+func (f *ClassicFilter) AddUint64(v uint64) {
+	f.probe(binary.LittleEndian.AppendUint64(make([]byte, 0, 8), v), true)
+}
+
+// Test reports whether key may be in the filter, as the library would.
+func (f *ClassicFilter) Test(key []byte) bool { return f.probe(key, false) }
+
+// TestString is Test for a string key.
+func (f *ClassicFilter) TestString(key string) bool { return f.probe([]byte(key), false) }
+
+// TestUint64 is Test for a long put by Guava's longFunnel.
+func (f *ClassicFilter) TestUint64(v uint64) bool {
+	return f.probe(binary.LittleEndian.AppendUint64(make([]byte, 0, 8), v), false)
+}
+
+// probe sets (add) or tests the key's k bits and reports whether they were
+// all set. A test stops at the first clear bit, as both libraries do.
+func (f *ClassicFilter) probe(key []byte, add bool) bool {
+	present := true
+	switch f.strategy {
+	case BitsAndBlooms:
+		var h [4]uint64
+		h[0], h[1], h[2], h[3] = murmur3Pair(key)
+		for i := range f.k {
+			bit := (h[i%2] + i*h[2+((i+i%2)%4)/2]) % f.m
+			if w, mask := bit/64, uint64(1)<<(bit%64); f.words[w]&mask == 0 {
+				if present = false; !add {
+					break
+				}
+				f.words[w] |= mask
+			}
+		}
+	case GuavaMurmur128Mitz64:
+		h1, h2 := murmur3(key)
+		for range f.k {
+			bit := (h1 & math.MaxInt64) % f.m
+			if w, mask := bit/64, uint64(1)<<(bit%64); f.words[w]&mask == 0 {
+				if present = false; !add {
+					break
+				}
+				f.words[w] |= mask
+			}
+			h1 += h2
+		}
+	}
+	return present
+}
+
+// FillRatio returns the fraction of bits set.
+func (f *ClassicFilter) FillRatio() float64 {
+	n := 0
+	for _, w := range f.words {
+		n += bits.OnesCount64(w)
+	}
+	return float64(n) / float64(f.m)
+}
+
+// Equal reports whether two classic filters have the same strategy, size, k
+// and bits.
+func (f *ClassicFilter) Equal(o *ClassicFilter) bool {
+	if f.strategy != o.strategy || f.m != o.m || f.k != o.k {
+		return false
+	}
+	for i, w := range f.words {
+		if o.words[i] != w {
+			return false
+		}
+	}
+	return true
+}
+
+// WriteTo writes the filter in its library's format (see Strategy).
+func (f *ClassicFilter) WriteTo(w io.Writer) (int64, error) {
+	var head []byte
+	switch f.strategy {
+	case BitsAndBlooms:
+		head = binary.BigEndian.AppendUint64(head, f.m)
+		head = binary.BigEndian.AppendUint64(head, f.k)
+		head = binary.BigEndian.AppendUint64(head, f.m)
+	case GuavaMurmur128Mitz64:
+		head = append(head, 1, byte(f.k))
+		head = binary.BigEndian.AppendUint32(head, uint32(len(f.words)))
+	}
+	n, err := w.Write(head)
+	written := int64(n)
+	if err != nil {
+		return written, err
+	}
+	buf := make([]byte, 0, ioChunk)
+	for i := 0; i < len(f.words); {
+		buf = buf[:0]
+		for ; i < len(f.words) && len(buf) < ioChunk; i++ {
+			buf = binary.BigEndian.AppendUint64(buf, f.words[i])
+		}
+		n, err := w.Write(buf)
+		written += int64(n)
+		if err != nil {
+			return written, err
+		}
+	}
+	return written, nil
+}
+
+// ReadClassic reads a filter written by the library of strategy s (or by
+// WriteTo), reading exactly its bytes. Its memory grows with the data that
+// arrives, never with what a header claims.
+func ReadClassic(r io.Reader, s Strategy) (*ClassicFilter, int64, error) {
+	var read int64
+	fill := func(b []byte) error {
+		n, err := io.ReadFull(r, b)
+		read += int64(n)
+		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+			return fmt.Errorf("%w: stream ended after %d bytes", ErrTruncated, read)
+		}
+		return err
+	}
+	var m, k, words uint64
+	switch s {
+	case BitsAndBlooms:
+		var head [24]byte
+		if err := fill(head[:]); err != nil {
+			return nil, read, err
+		}
+		m, k = binary.BigEndian.Uint64(head[:]), binary.BigEndian.Uint64(head[8:])
+		if length := binary.BigEndian.Uint64(head[16:]); length != m {
+			return nil, read, fmt.Errorf("%w: bitset of %d bits in a filter of %d", ErrCorrupt, length, m)
+		}
+		words = (m + 63) / 64
+	case GuavaMurmur128Mitz64:
+		var head [6]byte
+		if err := fill(head[:]); err != nil {
+			return nil, read, err
+		}
+		if head[0] != 1 {
+			return nil, read, fmt.Errorf("%w: Guava strategy ordinal %d, only 1 (MURMUR128_MITZ_64) is supported", ErrUnknownStrategy, head[0])
+		}
+		k = uint64(head[1])
+		n := int32(binary.BigEndian.Uint32(head[2:]))
+		if n <= 0 {
+			return nil, read, fmt.Errorf("%w: %d words", ErrCorrupt, n)
+		}
+		words, m = uint64(n), uint64(n)*64
+	default:
+		return nil, 0, fmt.Errorf("%w: %v", ErrUnknownStrategy, s)
+	}
+	if m == 0 || m > maxClassicBits || k == 0 || k > 1<<16 {
+		return nil, read, fmt.Errorf("%w: m = %d bits, k = %d", ErrCorrupt, m, k)
+	}
+	f := &ClassicFilter{strategy: s, m: m, k: k}
+	buf := make([]byte, ioChunk)
+	for done := uint64(0); done < words; {
+		n := min(words-done, ioChunk/8)
+		chunk := buf[:n*8]
+		if err := fill(chunk); err != nil {
+			return nil, read, err
+		}
+		for i := range n {
+			f.words = append(f.words, binary.BigEndian.Uint64(chunk[i*8:]))
+		}
+		done += n
+	}
+	return f, read, nil
+}
+
+// MarshalBinary returns the filter in its library's format.
+func (f *ClassicFilter) MarshalBinary() ([]byte, error) {
+	var b writerBuffer
+	_, err := f.WriteTo(&b)
+	return b, err
+}
+
+// writerBuffer is an io.Writer appending to a slice.
+type writerBuffer []byte
+
+func (w *writerBuffer) Write(p []byte) (int, error) {
+	*w = append(*w, p...)
+	return len(p), nil
+}
