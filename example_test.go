@@ -110,3 +110,48 @@ func ExampleFilter_Union() {
 	fmt.Println(a.TestString("from a"), a.TestString("from b"))
 	// Output: true true
 }
+
+func ExampleNewCounting() {
+	// Blocks can be lifted: a counting filter lets keys go.
+	blocks := ohbloom.NewCounting(10_000, 0.01)
+	blocks.AddString("did:plc:alice|did:plc:bob")
+	fmt.Println(blocks.TestString("did:plc:alice|did:plc:bob"))
+
+	if err := blocks.RemoveString("did:plc:alice|did:plc:bob"); err != nil {
+		panic(err)
+	}
+	fmt.Println(blocks.TestString("did:plc:alice|did:plc:bob"))
+	fmt.Println(blocks.RemoveString("did:plc:alice|did:plc:bob"))
+	// Output:
+	// true
+	// false
+	// ohbloom: key not in the filter
+}
+
+func ExampleNewScalable() {
+	// Room for 1,000 keys to start with; it grows, and stays under 1%.
+	f := ohbloom.NewScalable(1000, 0.01)
+	for i := range 100_000 {
+		f.AddString(fmt.Sprint("user-", i))
+	}
+	fmt.Println(f.Stages(), f.TestString("user-99999"))
+	// Output: 7 true
+}
+
+func ExampleReadClassic() {
+	// A filter written by Guava's BloomFilter.writeTo (here built in Go,
+	// byte for byte what Guava writes) is read and queried as Guava would.
+	g, _ := ohbloom.NewClassicWithEstimates(ohbloom.GuavaMurmur128Mitz64, 5_000_000, 0.01)
+	fmt.Println(g.Cap(), g.K())
+	g.AddString("from java")
+	data, _ := g.MarshalBinary()
+
+	f, _, err := ohbloom.ReadClassic(bytes.NewReader(data), ohbloom.GuavaMurmur128Mitz64)
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(f.TestString("from java"), f.TestString("from go"))
+	// Output:
+	// 47925312 7
+	// true false
+}

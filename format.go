@@ -23,7 +23,12 @@ const (
 const (
 	kindBlocked  = 1 // Filter and AtomicFilter: 1 bit per partition
 	kindCounting = 2 // CountingFilter and AtomicCountingFilter: 4-bit counters
+	kindScalable = 3 // ScalableFilter: a chain of kind-1 filters, see ScalableFilter.WriteTo
 )
+
+// noTable is the partition table of a container kind, which has no blocks
+// of its own: k is 0 and every partition size field is zero.
+var noTable = &partitionTable{sizes: &[maxK + 1][]uint16{}}
 
 // tableOf returns the partition table of a filter kind, nil for an unknown
 // kind.
@@ -33,6 +38,8 @@ func tableOf(kind uint8) *partitionTable {
 		return bitTable
 	case kindCounting:
 		return counterTable
+	case kindScalable:
+		return noTable
 	}
 	return nil
 }
@@ -44,6 +51,8 @@ func kindName(kind uint8) string {
 		return "a blocked Bloom filter"
 	case kindCounting:
 		return "a counting filter"
+	case kindScalable:
+		return "a scalable filter"
 	}
 	return fmt.Sprintf("kind %d", kind)
 }
@@ -146,7 +155,7 @@ func decodeHeader(b []byte) (header, error) {
 	h.nblocks = le.Uint64(b[24:])
 	h.capacity = le.Uint64(b[32:])
 	h.targetFPR = math.Float64frombits(le.Uint64(b[40:]))
-	if h.k < minK || h.k > table.kmax {
+	if (h.k < minK || h.k > table.kmax) && !(table == noTable && h.k == 0) {
 		return h, fmt.Errorf("%w: k = %d", ErrUnknownPartition, h.k)
 	}
 	for i := range maxK {
@@ -417,3 +426,7 @@ func readBlocks(r io.Reader, kind uint8) (header, []block, int64, error) {
 	}
 	return h, blocks, read, nil
 }
+
+func putUint64(b []byte, v uint64) { binary.LittleEndian.PutUint64(b, v) }
+
+func getUint64(b []byte) uint64 { return binary.LittleEndian.Uint64(b) }

@@ -1,6 +1,7 @@
 package ohbloom
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"sync"
@@ -131,4 +132,98 @@ func TestScalableConfig(t *testing.T) {
 	if !r1.TestString("99") || r1.Hash([]byte("x")) != r1.Stage(1).Hash([]byte("x")) {
 		t.Fatal("stages disagree on hashes")
 	}
+}
+
+func TestScalableEncoding(t *testing.T) {
+	s := NewScalable(100, 0.01)
+	a := NewAtomicScalable(100, 0.01)
+	for i := range 1000 {
+		s.AddString(fmt.Sprint(i))
+		a.AddString(fmt.Sprint(i))
+	}
+	var b1, b2 bytes.Buffer
+	if _, err := s.WriteTo(&b1); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.WriteTo(&b2); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(b1.Bytes(), b2.Bytes()) {
+		t.Fatal("the plain and the atomic scalable filter encode differently")
+	}
+	data := b1.Bytes()
+	var r ScalableFilter
+	if n, err := r.ReadFrom(bytes.NewReader(data)); err != nil || n != int64(len(data)) {
+		t.Fatalf("ReadFrom: %v (%d of %d bytes)", err, n, len(data))
+	}
+	var ra AtomicScalableFilter
+	if _, err := ra.ReadFrom(bytes.NewReader(data)); err != nil {
+		t.Fatal(err)
+	}
+	if r.Stages() != s.Stages() || ra.Stages() != s.Stages() {
+		t.Fatalf("%d and %d stages read, %d written", r.Stages(), ra.Stages(), s.Stages())
+	}
+	for i := range 1000 {
+		if !r.TestString(fmt.Sprint(i)) || !ra.TestString(fmt.Sprint(i)) {
+			t.Fatalf("key %d lost", i)
+		}
+	}
+	// It keeps growing after a reload, and writes back the same bytes.
+	var again bytes.Buffer
+	r.WriteTo(&again)
+	if !bytes.Equal(again.Bytes(), data) {
+		t.Fatal("a decoded scalable filter re-encodes differently")
+	}
+	for i := 1000; i < 3000; i++ {
+		r.AddString(fmt.Sprint(i))
+	}
+	if r.Stages() <= s.Stages() {
+		t.Fatal("the reloaded filter does not grow")
+	}
+
+	plain, _ := New(100, 0.01).MarshalBinary()
+	flipped := bytes.Clone(data)
+	flipped[len(flipped)/2] ^= 1
+	for name, c := range map[string]struct {
+		data []byte
+		want error
+	}{
+		"a Filter":   {plain, ErrUnknownKind},
+		"truncated":  {data[:len(data)-5], ErrTruncated},
+		"bit flip":   {flipped, ErrChecksum},
+		"empty":      {nil, ErrTruncated},
+		"no trailer": {data[:len(data)-8], ErrTruncated},
+	} {
+		keep := NewScalable(10, 0.1)
+		if _, err := keep.ReadFrom(bytes.NewReader(c.data)); !errors.Is(err, c.want) {
+			t.Errorf("%s: %v, want %v", name, err, c.want)
+		}
+		if keep.Stages() != 1 || keep.config.Capacity != 10 {
+			t.Errorf("%s: a failed ReadFrom changed the filter", name)
+		}
+	}
+}
+
+func FuzzReadScalable(f *testing.F) {
+	s := NewScalable(20, 0.05)
+	for i := range 100 {
+		s.AddString(fmt.Sprint(i))
+	}
+	var b bytes.Buffer
+	s.WriteTo(&b)
+	f.Add(b.Bytes())
+	f.Add(b.Bytes()[:200])
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var r ScalableFilter
+		n, err := r.ReadFrom(bytes.NewReader(data))
+		if err != nil {
+			checkDecodeError(t, err, nil)
+			return
+		}
+		var again bytes.Buffer
+		r.WriteTo(&again)
+		if !bytes.Equal(again.Bytes(), data[:n]) {
+			t.Fatal("a decoded scalable filter re-encodes differently")
+		}
+	})
 }
