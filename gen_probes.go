@@ -103,14 +103,23 @@ func main() {
 	}
 }
 
-// readSizes parses partitions_table.go, the single source of the sizes.
+// readSizes parses the partitionSizes table of partitions_table.go, the
+// single source of the sizes (the counter table that follows is not the
+// blocked filter's).
 func readSizes() map[int][]int {
 	src, err := os.ReadFile("partitions_table.go")
 	if err != nil {
 		log.Fatal(err)
 	}
+	text := string(src)
+	start := strings.Index(text, "var partitionSizes = ")
+	if start < 0 {
+		log.Fatal("partitions_table.go has no partitionSizes")
+	}
+	text = text[start:]
+	text = text[:strings.Index(text, "\n}\n")]
 	sizes := map[int][]int{}
-	for _, m := range regexp.MustCompile(`(?m)^\s*(\d+):\s*\{([\d, ]+)\},`).FindAllStringSubmatch(string(src), -1) {
+	for _, m := range regexp.MustCompile(`(?m)^\s*(\d+):\s*\{([\d, ]+)\},`).FindAllStringSubmatch(text, -1) {
 		k, _ := strconv.Atoi(m[1])
 		for _, f := range strings.Split(m[2], ",") {
 			v, err := strconv.Atoi(strings.TrimSpace(f))
