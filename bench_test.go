@@ -182,3 +182,38 @@ func BenchmarkCounting(b *testing.B) {
 	})
 	b.ReportMetric(float64(counting.SizeBytes()*8)/n, "counting-bits/key")
 }
+
+// BenchmarkScalable compares a scalable filter grown from 10^4 to 10^6 keys
+// (8 stages) with a filter sized for 10^6 from the start: a test of an
+// absent key probes every stage, a present one stops at its stage.
+//
+//	go test -run '^$' -bench Scalable -count 6 .
+func BenchmarkScalable(b *testing.B) {
+	const n = 1_000_000
+	s, right := NewScalable(n/100, 0.01), New(n, 0.01)
+	var buf [16]byte
+	for i := range uint64(n) {
+		s.Add(benchKey(&buf, i))
+		right.Add(benchKey(&buf, i))
+	}
+	for _, c := range []struct {
+		name string
+		test func([]byte) bool
+	}{{"scalable", s.Test}, {"right-sized", right.Test}} {
+		b.Run("filter="+c.name+"/op=test-hit", func(b *testing.B) {
+			i := uint64(0)
+			for b.Loop() {
+				c.test(benchKey(&buf, i%n))
+				i++
+			}
+		})
+		b.Run("filter="+c.name+"/op=test-miss", func(b *testing.B) {
+			i := uint64(0)
+			for b.Loop() {
+				c.test(benchKey(&buf, n+i))
+				i++
+			}
+		})
+	}
+	b.ReportMetric(float64(s.SizeBytes())/float64(right.SizeBytes()), "memory-ratio")
+}
