@@ -170,7 +170,7 @@ func (s *Snapshot) TestHash(h uint64) bool { return s.test(s.blockOf(h), residue
 
 // TestBatch tests keys as Filter.TestBatch does.
 func (s *Snapshot) TestBatch(keys [][]byte, results []bool) {
-	runKeys(&s.layout, keys, xxh3.HashSeed, opTest, results)
+	runKeys(&s.layout, keys, opTest, results)
 }
 
 // TestHashes tests hashes as Filter.TestHashes does.
