@@ -45,7 +45,7 @@ type Adder interface {
 // SampleEvery is how many single Tests and Adds one counted call stands for.
 const SampleEvery = 1 << sampleBits
 
-const sampleBits = 6
+const sampleBits = 8
 
 const shards = 64
 
@@ -95,9 +95,9 @@ func New(name string, f Filter) *Instrumented {
 		return prometheus.NewDesc("ohbloom_"+metric, help, nil, label)
 	}
 	m.desc = descs{
-		tests:     d("tests_total", "Tests of keys (single tests sampled 1 in 64)."),
+		tests:     d("tests_total", "Tests of keys (single tests sampled 1 in 256)."),
 		positives: d("positives_total", "Tests that answered possibly present (sampled as tests)."),
-		adds:      d("adds_total", "Keys added (single adds sampled 1 in 64)."),
+		adds:      d("adds_total", "Keys added (single adds sampled 1 in 256)."),
 		rate:      d("positive_ratio", "Positives over tests since start: the share of lookups that reach the database."),
 		fill:      d("fill_ratio", "Fraction of the filter's bits that are set."),
 		count:     d("estimated_keys", "Distinct keys estimated from the bits."),
