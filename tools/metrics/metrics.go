@@ -150,7 +150,7 @@ func (m *Instrumented) countTest(ok bool) {
 }
 
 // resalt changes the salt when a counter passes a multiple of 2^18, once
-// every 4,096 counted calls of that shard.
+// every 2^18/SampleEvery counted calls of that shard.
 func (m *Instrumented) resalt(count uint64) {
 	if count%(1<<18) == 0 {
 		m.salt.Store(m.salt.Load()*0x9E3779B97F4A7C15 + count)
