@@ -236,46 +236,39 @@ func (f *ClassicFilter) WriteTo(w io.Writer) (int64, error) {
 // WriteTo), reading exactly its bytes. Its memory grows with the data that
 // arrives, never with what a header claims.
 func ReadClassic(r io.Reader, s Strategy) (*ClassicFilter, int64, error) {
-	var read int64
-	fill := func(b []byte) error {
-		n, err := io.ReadFull(r, b)
-		read += int64(n)
-		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
-			return fmt.Errorf("%w: stream ended after %d bytes", ErrTruncated, read)
-		}
-		return err
-	}
+	in := &exactReader{r: r}
+	fill := in.fill
 	var m, k, words uint64
 	switch s {
 	case BitsAndBlooms:
 		var head [24]byte
 		if err := fill(head[:]); err != nil {
-			return nil, read, err
+			return nil, in.n, err
 		}
 		m, k = binary.BigEndian.Uint64(head[:]), binary.BigEndian.Uint64(head[8:])
 		if length := binary.BigEndian.Uint64(head[16:]); length != m {
-			return nil, read, fmt.Errorf("%w: bitset of %d bits in a filter of %d", ErrCorrupt, length, m)
+			return nil, in.n, fmt.Errorf("%w: bitset of %d bits in a filter of %d", ErrCorrupt, length, m)
 		}
 		words = (m + 63) / 64
 	case GuavaMurmur128Mitz64:
 		var head [6]byte
 		if err := fill(head[:]); err != nil {
-			return nil, read, err
+			return nil, in.n, err
 		}
 		if head[0] != 1 {
-			return nil, read, fmt.Errorf("%w: Guava strategy ordinal %d, only 1 (MURMUR128_MITZ_64) is supported", ErrUnknownStrategy, head[0])
+			return nil, in.n, fmt.Errorf("%w: Guava strategy ordinal %d, only 1 (MURMUR128_MITZ_64) is supported", ErrUnknownStrategy, head[0])
 		}
 		k = uint64(head[1])
 		n := int32(binary.BigEndian.Uint32(head[2:]))
 		if n <= 0 {
-			return nil, read, fmt.Errorf("%w: %d words", ErrCorrupt, n)
+			return nil, in.n, fmt.Errorf("%w: %d words", ErrCorrupt, n)
 		}
 		words, m = uint64(n), uint64(n)*64
 	default:
 		return nil, 0, fmt.Errorf("%w: %v", ErrUnknownStrategy, s)
 	}
 	if m == 0 || m > maxClassicBits || k == 0 || k > 1<<16 {
-		return nil, read, fmt.Errorf("%w: m = %d bits, k = %d", ErrCorrupt, m, k)
+		return nil, in.n, fmt.Errorf("%w: m = %d bits, k = %d", ErrCorrupt, m, k)
 	}
 	f := &ClassicFilter{strategy: s, m: m, k: k}
 	buf := make([]byte, ioChunk)
@@ -283,14 +276,14 @@ func ReadClassic(r io.Reader, s Strategy) (*ClassicFilter, int64, error) {
 		n := min(words-done, ioChunk/8)
 		chunk := buf[:n*8]
 		if err := fill(chunk); err != nil {
-			return nil, read, err
+			return nil, in.n, err
 		}
 		for i := range n {
 			f.words = append(f.words, binary.BigEndian.Uint64(chunk[i*8:]))
 		}
 		done += n
 	}
-	return f, read, nil
+	return f, in.n, nil
 }
 
 // MarshalBinary returns the filter in its library's format.

@@ -372,29 +372,38 @@ func (l *layout) readFrom(r io.Reader) (int64, error) {
 	return n, nil
 }
 
+// exactReader reads exactly the bytes asked for, counts them, and reports
+// a stream that ends early as ErrTruncated.
+type exactReader struct {
+	r io.Reader
+	n int64
+}
+
+func (e *exactReader) fill(b []byte) error {
+	n, err := io.ReadFull(e.r, b)
+	e.n += int64(n)
+	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+		return fmt.Errorf("%w: stream ended after %d bytes", ErrTruncated, e.n)
+	}
+	return err
+}
+
 // readBlocks reads exactly one encoded filter of the given kind from r.
 func readBlocks(r io.Reader, kind uint8) (header, []block, int64, error) {
-	var read int64
-	fill := func(b []byte) error {
-		n, err := io.ReadFull(r, b)
-		read += int64(n)
-		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
-			return fmt.Errorf("%w: stream ended after %d bytes", ErrTruncated, read)
-		}
-		return err
-	}
+	in := &exactReader{r: r}
+	fill := in.fill
 	var hdr [headerSize]byte
 	if err := fill(hdr[:]); err != nil && !errors.Is(err, ErrTruncated) {
-		return header{}, nil, read, err
+		return header{}, nil, in.n, err
 	}
 	// A short header is reported as decodeHeader sees it: foreign bytes as
 	// ErrNotFilter, a cut-off filter as ErrTruncated.
-	h, err := decodeHeader(hdr[:read])
+	h, err := decodeHeader(hdr[:in.n])
 	if err == nil {
 		err = h.wantKind(kind)
 	}
 	if err != nil {
-		return h, nil, read, err
+		return h, nil, in.n, err
 	}
 	sum := xxh3.New()
 	sum.Write(hdr[:])
@@ -411,7 +420,7 @@ func readBlocks(r io.Reader, kind uint8) (header, []block, int64, error) {
 		n := min(uint64(len(blocks))-done, ioChunk/blockBytes)
 		chunk := buf[:n*blockBytes]
 		if err := fill(chunk); err != nil {
-			return h, nil, read, err
+			return h, nil, in.n, err
 		}
 		sum.Write(chunk)
 		decodeBlocks(blocks[done:done+n], chunk)
@@ -419,12 +428,12 @@ func readBlocks(r io.Reader, kind uint8) (header, []block, int64, error) {
 	}
 	var tail [trailerSize]byte
 	if err := fill(tail[:]); err != nil {
-		return h, nil, read, err
+		return h, nil, in.n, err
 	}
 	if got, rec := sum.Sum64(), binary.LittleEndian.Uint64(tail[:]); got != rec {
-		return h, nil, read, fmt.Errorf("%w: data hashes to %#x, recorded %#x", ErrChecksum, got, rec)
+		return h, nil, in.n, fmt.Errorf("%w: data hashes to %#x, recorded %#x", ErrChecksum, got, rec)
 	}
-	return h, blocks, read, nil
+	return h, blocks, in.n, nil
 }
 
 func putUint64(b []byte, v uint64) { binary.LittleEndian.PutUint64(b, v) }
