@@ -258,17 +258,7 @@ func (h header) countingLayout(blocks []block) countingLayout {
 // equal reports whether two counting filters have the same geometry, seed
 // and counters.
 func (l *countingLayout) equal(o *countingLayout) bool {
-	if l.nblocks != o.nblocks || l.k != o.k || l.seed != o.seed {
-		return false
-	}
-	for i := range l.blocks {
-		for w := range blockWords {
-			if atomic.LoadUint64(&l.blocks[i][w]) != atomic.LoadUint64(&o.blocks[i][w]) {
-				return false
-			}
-		}
-	}
-	return true
+	return l.nblocks == o.nblocks && l.k == o.k && l.seed == o.seed && equalBlocks(l.blocks, o.blocks)
 }
 
 // Equal reports whether f and other have the same geometry, seed and

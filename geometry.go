@@ -164,12 +164,15 @@ func (l *layout) exactFPR() float64 {
 // equalBits reports whether two filters of the same geometry hold the same
 // bits.
 func (l *layout) equalBits(o *layout) bool {
-	if !l.compatible(o) {
-		return false
-	}
-	for i := range l.blocks {
+	return l.compatible(o) && equalBlocks(l.blocks, o.blocks)
+}
+
+// equalBlocks reports whether two equally long block arrays hold the same
+// words, loading them atomically so that either may be in use.
+func equalBlocks(a, b []block) bool {
+	for i := range a {
 		for w := range blockWords {
-			if atomic.LoadUint64(&l.blocks[i][w]) != atomic.LoadUint64(&o.blocks[i][w]) {
+			if atomic.LoadUint64(&a[i][w]) != atomic.LoadUint64(&b[i][w]) {
 				return false
 			}
 		}
