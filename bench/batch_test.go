@@ -85,7 +85,7 @@ func BenchmarkBatch(b *testing.B) {
 				if at+window > n {
 					at = 0
 				}
-				f.AddBatch(all[at:at+window])
+				f.AddBatch(all[at : at+window])
 				at += window
 				done += window
 			}
