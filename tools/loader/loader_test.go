@@ -160,24 +160,24 @@ func checkLoad(t *testing.T, db *sql.DB, table string, n int) {
 	t.Logf("%d rows in %v, %d stream keys by readiness, %d progress reports", stats.Rows, stats.Duration, stats.Streamed, progress.Load())
 }
 
+// rows is how many rows the load tests put in their table.
+func rows() int {
+	if testing.Short() {
+		return 5_000
+	}
+	return 50_000
+}
+
 func TestLoadSQLite(t *testing.T) {
 	db := openSQLite(t)
-	n := 50_000
-	if testing.Short() {
-		n = 5_000
-	}
-	fill(t, db, "blocks", n, "?")
-	checkLoad(t, db, "blocks", n)
+	fill(t, db, "blocks", rows(), "?")
+	checkLoad(t, db, "blocks", rows())
 }
 
 func TestLoadPostgres(t *testing.T) {
 	db := openPostgres(t)
-	n := 50_000
-	if testing.Short() {
-		n = 5_000
-	}
-	fill(t, db, "ohbloom_loader_test", n, "$")
-	checkLoad(t, db, "ohbloom_loader_test", n)
+	fill(t, db, "ohbloom_loader_test", rows(), "$")
+	checkLoad(t, db, "ohbloom_loader_test", rows())
 }
 
 func TestLoadErrors(t *testing.T) {
