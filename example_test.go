@@ -155,3 +155,25 @@ func ExampleReadClassic() {
 	// 47925312 7
 	// true false
 }
+
+// A Layout places keys without holding the bits, so the bits can live
+// elsewhere: here a map of encoded blocks stands in for a remote store, and
+// only the one block a key needs is read.
+func ExampleLayout_BlockMask() {
+	f := ohbloom.New(1000, 0.01)
+	f.AddString("alice")
+	layout := f.Layout()
+
+	remote := map[uint64][]byte{} // block index → encoded block
+	for i := range layout.Blocks() {
+		remote[i] = f.AppendBlocks(nil, i, 1)
+	}
+
+	for _, key := range []string{"alice", "mallory"} {
+		index, mask := layout.BlockMask(layout.HashString(key))
+		fmt.Println(key, ohbloom.ContainsMask(remote[index], &mask))
+	}
+	// Output:
+	// alice true
+	// mallory false
+}

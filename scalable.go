@@ -88,9 +88,21 @@ func (s *ScalableFilter) Add(key []byte) { s.AddHash(s.stages[0].Hash(key)) }
 func (s *ScalableFilter) AddString(key string) { s.AddHash(s.stages[0].HashString(key)) }
 
 // AddHash adds the key whose Hash is h.
-func (s *ScalableFilter) AddHash(h uint64) {
+func (s *ScalableFilter) AddHash(h uint64) { s.TestAndAddHash(h) }
+
+// TestAndAdd reports whether key may already be in the filter, and adds it
+// if not.
+func (s *ScalableFilter) TestAndAdd(key []byte) bool { return s.TestAndAddHash(s.stages[0].Hash(key)) }
+
+// TestAndAddString is TestAndAdd for a string key.
+func (s *ScalableFilter) TestAndAddString(key string) bool {
+	return s.TestAndAddHash(s.stages[0].HashString(key))
+}
+
+// TestAndAddHash is TestAndAdd for the key whose Hash is h.
+func (s *ScalableFilter) TestAndAddHash(h uint64) bool {
 	if s.TestHash(h) {
-		return
+		return true
 	}
 	newest := s.stages[len(s.stages)-1]
 	newest.AddHash(h)
@@ -100,11 +112,12 @@ func (s *ScalableFilter) AddHash(h uint64) {
 			// The newest stage takes the keys from now on, beyond its
 			// capacity: the rate rises, which Err reports.
 			s.err = err
-			return
+			return false
 		}
 		s.stages = append(s.stages, f)
 		s.added = 0
 	}
+	return false
 }
 
 // Test reports whether key may be in the filter.
@@ -218,16 +231,35 @@ func (s *AtomicScalableFilter) AddString(key string) { s.AddHash(s.first().HashS
 func (s *AtomicScalableFilter) first() *AtomicFilter { return (*s.stages.Load())[0].f }
 
 // AddHash adds the key whose Hash is h.
-func (s *AtomicScalableFilter) AddHash(h uint64) {
+func (s *AtomicScalableFilter) AddHash(h uint64) { s.TestAndAddHash(h) }
+
+// TestAndAdd reports whether key may already be in the filter, and adds it
+// if not. When goroutines add the same new key at once, at least one of them
+// reports it as new, as AtomicFilter.TestAndAdd does.
+func (s *AtomicScalableFilter) TestAndAdd(key []byte) bool {
+	return s.TestAndAddHash(s.first().Hash(key))
+}
+
+// TestAndAddString is TestAndAdd for a string key.
+func (s *AtomicScalableFilter) TestAndAddString(key string) bool {
+	return s.TestAndAddHash(s.first().HashString(key))
+}
+
+// TestAndAddHash is TestAndAdd for the key whose Hash is h. Only a key the
+// newest stage reports as new counts toward its capacity.
+func (s *AtomicScalableFilter) TestAndAddHash(h uint64) bool {
 	stages := *s.stages.Load()
 	if testStages(stages, h) {
-		return
+		return true
 	}
 	newest := stages[len(stages)-1]
-	newest.f.AddHash(h)
+	if newest.f.testAndAddHash(h) {
+		return true
+	}
 	if newest.added.Add(1) == newest.f.capacity {
 		s.addStage(len(stages))
 	}
+	return false
 }
 
 // addStage publishes stage i, unless another goroutine already has.

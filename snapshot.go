@@ -23,7 +23,19 @@ func (f *Filter) Save(path string) error { return f.save(path) }
 // snapshot, which is consistent with its checksum either way.
 func (f *AtomicFilter) Save(path string) error { return f.save(path) }
 
-func (l *layout) save(path string) (err error) {
+func (l *layout) save(path string) error { return SaveFile(path, writerToFunc(l.writeTo)) }
+
+// writerToFunc lets an unexported encoder be passed as an io.WriterTo.
+type writerToFunc func(io.Writer) (int64, error)
+
+func (f writerToFunc) WriteTo(w io.Writer) (int64, error) { return f(w) }
+
+// SaveFile writes what src encodes to path as Filter.Save does: into a
+// temporary file in the same directory, synced, renamed over path, and the
+// directory synced, so that a crash leaves either the old file or the new
+// one. Every filter type's Save uses it; it is exported for files that hold
+// a filter among other things (a server's records, say).
+func SaveFile(path string, src io.WriterTo) (err error) {
 	dir, name := filepath.Split(path)
 	if dir == "" {
 		dir = "."
@@ -40,7 +52,7 @@ func (l *layout) save(path string) (err error) {
 		}
 	}()
 	w := bufio.NewWriterSize(tmp, 1<<20)
-	if _, err := l.writeTo(w); err != nil {
+	if _, err := src.WriteTo(w); err != nil {
 		return err
 	}
 	if err := w.Flush(); err != nil {
