@@ -33,6 +33,13 @@ func (f *AtomicFilter) AddHash(h uint64) { f.atomicAdd(f.blockOf(h), residue(h))
 // TestHash tests the key whose Hash is h.
 func (f *AtomicFilter) TestHash(h uint64) bool { return f.atomicTest(f.blockOf(h), residue(h)) }
 
+// TestAndAddHash is TestAndAdd for the key whose Hash is h.
+func (f *Filter) TestAndAddHash(h uint64) bool { return f.testAndAddHash(h) }
+
+// TestAndAddHash is TestAndAdd for the key whose Hash is h, with the same
+// guarantee under concurrent adds.
+func (f *AtomicFilter) TestAndAddHash(h uint64) bool { return f.testAndAddHash(h) }
+
 // AddHashes adds the keys whose hashes are hs, keeping a batch of cache
 // misses in flight at a time.
 func (f *Filter) AddHashes(hs []uint64) { f.runHashes(hs, opAdd, nil) }

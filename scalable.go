@@ -306,6 +306,10 @@ func testStages(stages []*atomicStage, h uint64) bool {
 // Stages returns the number of stages.
 func (s *AtomicScalableFilter) Stages() int { return len(*s.stages.Load()) }
 
+// Stage returns stage i, oldest first. It is shared, not copied: adds to
+// the filter show in it.
+func (s *AtomicScalableFilter) Stage(i int) *AtomicFilter { return (*s.stages.Load())[i].f }
+
 // SizeBytes returns the memory of all stages' bits.
 func (s *AtomicScalableFilter) SizeBytes() uint64 { return sizeOfStages(s.filters()) }
 

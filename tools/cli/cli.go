@@ -41,6 +41,7 @@ func init() {
 		"info":  {"describe a snapshot and check it", runInfo},
 		"merge": {"write the union of compatible snapshots", runMerge},
 		"demo":  {"a filter in front of a database, end to end, with no setup", runDemo},
+		"serve": {"serve filters to any Redis client, with RedisBloom's commands", runServe},
 	}
 }
 

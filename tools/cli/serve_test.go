@@ -1,0 +1,88 @@
+package cli
+
+import (
+	"bufio"
+	"context"
+	"os/exec"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// startServe runs "ohbloom serve" on a free loopback port and returns the
+// process and its address, read from its first line.
+func startServe(t *testing.T, args ...string) (*exec.Cmd, string, *bufio.Scanner) {
+	t.Helper()
+	cmd := exec.Command(binary, append([]string{"serve", "--addr", "127.0.0.1:0"}, args...)...)
+	stderr, _ := cmd.StderrPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	lines := bufio.NewScanner(stderr)
+	if !lines.Scan() {
+		t.Fatal("serve printed nothing")
+	}
+	addr, ok := strings.CutPrefix(lines.Text(), "ohbloom serve: listening on ")
+	if !ok {
+		t.Fatalf("serve's first line: %q", lines.Text())
+	}
+	return cmd, addr, lines
+}
+
+// SIGTERM saves every filter and exits 0; a new server on the same
+// directory answers as the old one did.
+func TestServeSavesOnSIGTERM(t *testing.T) {
+	dir := t.TempDir()
+	ctx := context.Background()
+	cmd, addr, lines := startServe(t, "--dir", dir, "--save-interval", "-1s", "--requirepass", "pw")
+	rdb := redis.NewClient(&redis.Options{Addr: addr, Password: "pw"})
+	items := []any{"a", "b", "c"}
+	if err := rdb.BFMAdd(ctx, "k", items...).Err(); err != nil {
+		t.Fatal(err)
+	}
+	rdb.Close()
+	cmd.Process.Signal(syscall.SIGTERM)
+	done := make(chan error, 1)
+	var said strings.Builder
+	go func() {
+		for lines.Scan() { // until serve exits and its stderr closes
+			said.WriteString(lines.Text() + "\n")
+		}
+		done <- cmd.Wait()
+	}()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("serve exited with %v: %s", err, said.String())
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("serve did not exit on SIGTERM")
+	}
+	if !strings.Contains(said.String(), "saved, bye") {
+		t.Fatalf("serve said %q", said.String())
+	}
+
+	_, addr, _ = startServe(t, "--dir", dir, "--requirepass", "pw")
+	rdb = redis.NewClient(&redis.Options{Addr: addr, Password: "pw"})
+	defer rdb.Close()
+	found, err := rdb.BFMExists(ctx, "k", items...).Result()
+	if err != nil || !found[0] || !found[1] || !found[2] {
+		t.Fatalf("after restart: %v %v", found, err)
+	}
+}
+
+func TestServeUsage(t *testing.T) {
+	if _, errOut, code := run(t, "", "serve", "--save-interval", "0s"); code != ExitUsage || !strings.Contains(errOut, "--save-interval") {
+		t.Fatalf("serve --save-interval 0: code %d, %q", code, errOut)
+	}
+	if _, errOut, code := run(t, "", "serve", "extra"); code != ExitUsage || !strings.Contains(errOut, "unexpected argument") {
+		t.Fatalf("serve extra: code %d, %q", code, errOut)
+	}
+	if _, errOut, code := run(t, "", "serve", "--help"); code != ExitOK || !strings.Contains(errOut, "BF.RESERVE") {
+		t.Fatalf("serve --help: code %d, %q", code, errOut)
+	}
+}
