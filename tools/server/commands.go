@@ -117,8 +117,7 @@ func (s *Server) exec(sess *session, w replier, args [][]byte) {
 			w.WriteError(fmt.Sprintf("ERR internal error in '%s'", lowerName(args[0])))
 		}
 	}()
-	name := lowerName(args[0])
-	c, ok := commands[name]
+	c, ok := lookup(args[0])
 	if !ok {
 		w.WriteError(unknownCommand(args))
 		return
@@ -128,12 +127,31 @@ func (s *Server) exec(sess *session, w replier, args [][]byte) {
 		return
 	}
 	if (c.arity > 0 && len(args) != c.arity) || (c.arity < 0 && len(args) < -c.arity) {
-		w.WriteError(fmt.Sprintf("ERR wrong number of arguments for '%s' command", name))
+		w.WriteError(fmt.Sprintf("ERR wrong number of arguments for '%s' command", lowerName(args[0])))
 		return
 	}
 	c.run(s, sess, w, args)
 }
 
+// lookup finds a command by name in any case, without allocating: the
+// name is lowered into a stack buffer, and a map index by string(bytes)
+// does not copy.
+func lookup(name []byte) (command, bool) {
+	var buf [16]byte // longer than any command's name
+	if len(name) > len(buf) {
+		return command{}, false
+	}
+	for i, c := range name {
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		buf[i] = c
+	}
+	c, ok := commands[string(buf[:len(name)])]
+	return c, ok
+}
+
+// lowerName is a command's name for messages.
 func lowerName(b []byte) string {
 	if len(b) > 64 {
 		b = b[:64]
@@ -380,7 +398,7 @@ func cmdDel(s *Server, _ *session, w replier, args [][]byte) {
 func cmdExists(s *Server, _ *session, w replier, args [][]byte) {
 	n := 0
 	for _, a := range args[1:] {
-		if s.store.get(string(a)) != nil {
+		if s.store.getBytes(a) != nil {
 			n++
 		}
 	}
@@ -388,7 +406,7 @@ func cmdExists(s *Server, _ *session, w replier, args [][]byte) {
 }
 
 func cmdType(s *Server, _ *session, w replier, args [][]byte) {
-	if e := s.store.get(string(args[1])); e != nil {
+	if e := s.store.getBytes(args[1]); e != nil {
 		w.WriteString(e.kind.typeName())
 		return
 	}
@@ -624,14 +642,18 @@ func (s *Server) bloomEntry(w replier, name []byte, create bool, o bloomOptions)
 		}
 		return e
 	}
-	if len(name) > maxKeyBytes {
-		w.WriteError(fmt.Sprintf("ERR key longer than %d bytes", maxKeyBytes))
-		return nil
-	}
-	e, _, err := s.store.getOrCreate(string(name), func() (*entry, error) { return s.newBloom(o) })
-	if err != nil {
-		w.WriteError(err.Error())
-		return nil
+	e := s.store.getBytes(name) // no copy of the key unless it is created
+	if e == nil {
+		if len(name) > maxKeyBytes {
+			w.WriteError(fmt.Sprintf("ERR key longer than %d bytes", maxKeyBytes))
+			return nil
+		}
+		var err error
+		e, _, err = s.store.getOrCreate(string(name), func() (*entry, error) { return s.newBloom(o) })
+		if err != nil {
+			w.WriteError(err.Error())
+			return nil
+		}
 	}
 	if e.kind == kindCounting {
 		w.WriteError(wrongType)
@@ -685,7 +707,7 @@ func cmdBFAdd(s *Server, _ *session, w replier, args [][]byte) {
 	if e == nil {
 		return
 	}
-	multi := lowerName(args[0]) == "bf.madd"
+	multi := eq(args[0], "bf.madd")
 	s.addItems(e, w, args[2:], multi)
 }
 
@@ -781,12 +803,12 @@ func (e *entry) bloomTest(item []byte) bool {
 }
 
 func cmdBFExists(s *Server, _ *session, w replier, args [][]byte) {
-	e := s.store.get(string(args[1]))
+	e := s.store.getBytes(args[1])
 	if e != nil && e.kind == kindCounting {
 		w.WriteError(wrongType)
 		return
 	}
-	multi := lowerName(args[0]) == "bf.mexists"
+	multi := eq(args[0], "bf.mexists")
 	if multi {
 		w.WriteArray(len(args) - 2)
 	}
@@ -800,7 +822,7 @@ func cmdBFExists(s *Server, _ *session, w replier, args [][]byte) {
 }
 
 func cmdBFCard(s *Server, _ *session, w replier, args [][]byte) {
-	e := s.store.get(string(args[1]))
+	e := s.store.getBytes(args[1])
 	switch {
 	case e == nil:
 		w.WriteInt64(0)
@@ -918,8 +940,8 @@ func cmdCFReserve(s *Server, _ *session, w replier, args [][]byte) {
 }
 
 func (s *Server) countingEntry(w replier, name []byte, create bool, capacity int64) *entry {
-	var e *entry
-	if create {
+	e := s.store.getBytes(name)
+	if e == nil && create {
 		if len(name) > maxKeyBytes {
 			w.WriteError(fmt.Sprintf("ERR key longer than %d bytes", maxKeyBytes))
 			return nil
@@ -930,7 +952,7 @@ func (s *Server) countingEntry(w replier, name []byte, create bool, capacity int
 			w.WriteError(err.Error())
 			return nil
 		}
-	} else if e = s.store.get(string(name)); e == nil {
+	} else if e == nil {
 		w.WriteError(errNotFound)
 		return nil
 	}
@@ -958,7 +980,7 @@ func cmdCFAdd(s *Server, _ *session, w replier, args [][]byte) {
 	if e == nil {
 		return
 	}
-	w.WriteInt64(countingAdd(e, args[2], lowerName(args[0]) == "cf.addnx"))
+	w.WriteInt64(countingAdd(e, args[2], eq(args[0], "cf.addnx")))
 }
 
 func cmdCFInsert(s *Server, _ *session, w replier, args [][]byte) {
@@ -993,7 +1015,7 @@ func cmdCFInsert(s *Server, _ *session, w replier, args [][]byte) {
 	if e == nil {
 		return
 	}
-	nx := lowerName(args[0]) == "cf.insertnx"
+	nx := eq(args[0], "cf.insertnx")
 	w.WriteArray(len(args) - items)
 	for _, item := range args[items:] {
 		w.WriteInt64(countingAdd(e, item, nx))
@@ -1001,20 +1023,20 @@ func cmdCFInsert(s *Server, _ *session, w replier, args [][]byte) {
 }
 
 func cmdCFExists(s *Server, _ *session, w replier, args [][]byte) {
-	e := s.store.get(string(args[1]))
+	e := s.store.getBytes(args[1])
 	if e != nil && e.kind != kindCounting {
 		w.WriteError(wrongType)
 		return
 	}
-	name := lowerName(args[0])
-	if name == "cf.mexists" {
+	multi, count := eq(args[0], "cf.mexists"), eq(args[0], "cf.count")
+	if multi {
 		w.WriteArray(len(args) - 2)
 	}
 	for _, item := range args[2:] {
 		switch {
 		case e == nil:
 			w.WriteInt64(0)
-		case name == "cf.count":
+		case count:
 			w.WriteInt64(int64(e.counting.Count(item)))
 		case e.counting.Test(item):
 			w.WriteInt64(1)
@@ -1082,7 +1104,13 @@ type pendingLoad struct {
 	buf   []byte
 }
 
-func family(args [][]byte) string { return lowerName(args[0])[:2] }
+// family tells BF.SCANDUMP and BF.LOADCHUNK from their CF twins.
+func family(args [][]byte) string {
+	if eq(args[0][:2], "cf") {
+		return "cf"
+	}
+	return "bf"
+}
 
 func cmdScanDump(s *Server, _ *session, w replier, args [][]byte) {
 	iter, ok := parseInt(args[2])

@@ -242,8 +242,18 @@ func newStore(dir string) *store {
 
 func (s *store) get(name string) *entry {
 	s.mu.RLock()
-	defer s.mu.RUnlock()
-	return s.keys[name]
+	e := s.keys[name]
+	s.mu.RUnlock()
+	return e
+}
+
+// getBytes is get for a key straight from a command's arguments; indexing
+// the map by string(name) does not copy it.
+func (s *store) getBytes(name []byte) *entry {
+	s.mu.RLock()
+	e := s.keys[string(name)]
+	s.mu.RUnlock()
+	return e
 }
 
 // getOrCreate returns the key's entry, creating it with make if it is
