@@ -145,4 +145,3 @@ func Example() {
 	blocked, err := f.TestString(ctx, "did:plc:alice|did:plc:bob")
 	fmt.Println(blocked, err)
 }
-
