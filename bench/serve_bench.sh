@@ -50,6 +50,13 @@ for round in $(seq "$rounds"); do
   echo "round $round of $rounds done" >&2
 done
 
+set_bytes=$(redis-cli -p "$REDIS_PORT" MEMORY USAGE bench SAMPLES 0)
+set_items=$(redis-cli -p "$REDIS_PORT" SCARD bench)
+bf_bytes=$(redis-cli -p "$OHB_PORT" BF.INFO bench SIZE)
+bf_items=$(redis-cli -p "$OHB_PORT" BF.CARD bench)
+echo "Memory after the runs: the Redis set holds $set_items members in $set_bytes bytes;"
+echo "the ohbloom filter (reserved for 10^6 at 1%) $bf_items items in $bf_bytes bytes."
+echo
 echo "| command | pipeline | requests/s | p50 ms | p99 ms |"
 echo "|---|---:|---:|---:|---:|"
 for c in "${cases[@]}"; do
