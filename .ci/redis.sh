@@ -1,11 +1,12 @@
 # Sourced by .ci/run: installs Redis (Debian's redis-server and redis-tools)
-# if the machine lacks it, starts a throwaway standalone server and a
+# and redis-py (python3-redis) if the machine lacks them, starts a throwaway standalone server and a
 # three-node cluster on loopback ports, exports their addresses for the
 # tests (OHBLOOM_REDIS_ADDR, OHBLOOM_REDIS_CLUSTER), and stops them when the
 # script exits.
-if ! command -v redis-server >/dev/null || ! command -v redis-cli >/dev/null || ! command -v redis-benchmark >/dev/null; then
+if ! command -v redis-server >/dev/null || ! command -v redis-cli >/dev/null || ! command -v redis-benchmark >/dev/null \
+   || ! /usr/bin/python3 -c 'import redis' 2>/dev/null; then
   apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server redis-tools >/dev/null
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server redis-tools python3-redis >/dev/null
 fi
 REDISDIR=$(mktemp -d /tmp/ohbloom-redis.XXXXXX)
 redis_start() { # port [extra redis-server flags]

@@ -72,3 +72,29 @@ func TestRedisCLI(t *testing.T) {
 		t.Fatalf("after --pipe, the last item: %q", got)
 	}
 }
+
+// redis-py (Debian's python3-redis, which .ci/run installs) uses its
+// RedisBloom commands against the server unchanged.
+func TestRedisPy(t *testing.T) {
+	// Debian's package serves Debian's python3, which may not be first on
+	// the PATH (pyenv).
+	var python string
+	for _, p := range []string{"/usr/bin/python3", "python3"} {
+		if path, err := exec.LookPath(p); err == nil && exec.Command(path, "-c", "import redis").Run() == nil {
+			python = path
+			break
+		}
+	}
+	if python == "" {
+		if os.Getenv("CI") != "" {
+			t.Fatal("CI must provide python3 with redis-py (.ci/run installs python3-redis)")
+		}
+		t.Skip("python3 with redis-py is not installed")
+	}
+	_, addr := start(t, Config{Password: "pw"})
+	host, port, _ := net.SplitHostPort(addr)
+	out, err := exec.Command(python, "testdata/redispy_check.py", host, port, "pw").CombinedOutput()
+	if err != nil || strings.TrimSpace(string(out)) != "ok" {
+		t.Fatalf("redis-py: %v\n%s", err, out)
+	}
+}
