@@ -62,6 +62,20 @@ func (f *AtomicFilter) TestString(key string) bool {
 	return f.atomicTest(f.blockOf(h), residue(h))
 }
 
+// HashTest is Test that also returns the key's Hash, in one call, for
+// wrappers that sample or route by the hash (the metrics collector) and
+// would otherwise pay a second call to get it.
+func (f *AtomicFilter) HashTest(key []byte) (h uint64, present bool) {
+	h = xxh3.HashSeed(key, f.seed)
+	return h, f.atomicTest(f.blockOf(h), residue(h))
+}
+
+// HashTestString is HashTest for a string key.
+func (f *AtomicFilter) HashTestString(key string) (h uint64, present bool) {
+	h = xxh3.HashStringSeed(key, f.seed)
+	return h, f.atomicTest(f.blockOf(h), residue(h))
+}
+
 // TestAndAdd adds key and reports whether it may have been present before.
 // When several goroutines add the same new key at once, at least one of them
 // gets false: of the atomic ORs that set the key's first missing bit, exactly

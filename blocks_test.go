@@ -188,3 +188,19 @@ func TestAtomicScalableTestAndAddConcurrent(t *testing.T) {
 		t.Fatalf("%d stages concurrently, %d one by one", s.Stages(), seq.Stages())
 	}
 }
+
+func TestHashTestIsHashAndTest(t *testing.T) {
+	f := NewAtomic(1000, 0.01)
+	for i := range 2000 {
+		key := fmt.Sprint(i)
+		if i%2 == 0 {
+			f.AddString(key)
+		}
+		h, ok := f.HashTest([]byte(key))
+		hs, oks := f.HashTestString(key)
+		if h != f.Hash([]byte(key)) || hs != h || ok != f.TestString(key) || oks != ok {
+			t.Fatalf("key %s: HashTest (%#x, %v), HashTestString (%#x, %v), Hash %#x, Test %v",
+				key, h, ok, hs, oks, f.Hash([]byte(key)), f.TestString(key))
+		}
+	}
+}

@@ -110,8 +110,7 @@ func New(name string, f Filter) *Instrumented {
 // Test reports whether key may be in the filter, and counts the test.
 func (m *Instrumented) Test(key []byte) bool {
 	if a := m.atomic; a != nil {
-		h := a.Hash(key)
-		return m.record(h, a.TestHash(h))
+		return m.record(a.HashTest(key)) // one call, as a bare Test
 	}
 	h := m.f.Hash(key)
 	return m.record(h, m.f.TestHash(h))
@@ -120,8 +119,7 @@ func (m *Instrumented) Test(key []byte) bool {
 // TestString is Test for a string key.
 func (m *Instrumented) TestString(key string) bool {
 	if a := m.atomic; a != nil {
-		h := a.HashString(key)
-		return m.record(h, a.TestHash(h))
+		return m.record(a.HashTestString(key))
 	}
 	h := m.f.HashString(key)
 	return m.record(h, m.f.TestHash(h))
