@@ -20,6 +20,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/bits"
 	"strconv"
 	"strings"
 
@@ -180,10 +181,7 @@ func bitfieldArgs(offset int64, mask *[ohbloom.BlockBytes]byte) []any {
 	args := make([]any, 0, 4*16)
 	for b, m := range mask {
 		for ; m != 0; m &= m - 1 {
-			j := int64(0)
-			for m>>j&1 == 0 {
-				j++
-			}
+			j := int64(bits.TrailingZeros8(m))
 			args = append(args, "SET", "u1", (offset+int64(b))*8+7-j, 1)
 		}
 	}
@@ -356,8 +354,8 @@ func (f *Filter) Download(ctx context.Context) (*ohbloom.Filter, error) {
 		first := shard * f.shardBlocks
 		// A shard is as long as its last written block; a longer one is
 		// not this filter's.
-		if max := (min(f.shardBlocks, f.layout.Blocks()-first)) * ohbloom.BlockBytes; uint64(len(data)) > max {
-			return nil, fmt.Errorf("%w: shard %d of %q holds %d bytes, at most %d", ErrMeta, shard, f.name, len(data), max)
+		if limit := min(f.shardBlocks, f.layout.Blocks()-first) * ohbloom.BlockBytes; uint64(len(data)) > limit {
+			return nil, fmt.Errorf("%w: shard %d of %q holds %d bytes, at most %d", ErrMeta, shard, f.name, len(data), limit)
 		}
 		whole := len(data) / ohbloom.BlockBytes * ohbloom.BlockBytes
 		if whole < len(data) {

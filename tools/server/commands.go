@@ -531,14 +531,8 @@ type bloomOptions struct {
 // asked rather than doing something else: any growth but 2, and filters
 // beyond the size limit.
 func (s *Server) newBloom(o bloomOptions) (*entry, error) {
-	if o.errorRate <= 0 || o.errorRate >= 1 {
-		return nil, errors.New("ERR (0 < error rate range < 1)")
-	}
-	if o.capacity < 1 {
-		return nil, errors.New("ERR (capacity should be larger than 0)")
-	}
-	if o.expansion < 1 {
-		return nil, errors.New("ERR expansion should be greater or equal to 1")
+	if err := o.valid(); err != nil {
+		return nil, err
 	}
 	if !o.nonScaling && o.expansion != defaultExpansion {
 		return nil, fmt.Errorf("ERR ohbloom's scalable filters grow by %d: EXPANSION %d is not supported", defaultExpansion, o.expansion)
@@ -770,7 +764,7 @@ func cmdBFInsert(s *Server, _ *session, w replier, args [][]byte) {
 	}
 	if create {
 		// Options are checked even when the key exists, as RedisBloom does.
-		if _, err := s.validBloom(o); err != nil {
+		if err := o.valid(); err != nil {
 			w.WriteError(err.Error())
 			return
 		}
@@ -782,17 +776,18 @@ func cmdBFInsert(s *Server, _ *session, w replier, args [][]byte) {
 	s.addItems(e, w, args[items:], true)
 }
 
-// validBloom checks options without building a filter.
-func (s *Server) validBloom(o bloomOptions) (bool, error) {
+// valid checks the options with RedisBloom's messages, before any filter
+// is built.
+func (o bloomOptions) valid() error {
 	switch {
 	case o.errorRate <= 0 || o.errorRate >= 1:
-		return false, errors.New("ERR (0 < error rate range < 1)")
+		return errors.New("ERR (0 < error rate range < 1)")
 	case o.capacity < 1:
-		return false, errors.New("ERR (capacity should be larger than 0)")
+		return errors.New("ERR (capacity should be larger than 0)")
 	case o.expansion < 1:
-		return false, errors.New("ERR expansion should be greater or equal to 1")
+		return errors.New("ERR expansion should be greater or equal to 1")
 	}
-	return true, nil
+	return nil
 }
 
 func (e *entry) bloomTest(item []byte) bool {
@@ -1201,7 +1196,7 @@ func cmdLoadChunk(s *Server, _ *session, w replier, args [][]byte) {
 	}
 	delete(s.store.pending, name)
 	r := bytes.NewReader(p.buf)
-	recName, e, err := readRecord(r)
+	_, e, err := readRecord(r) // a dump may be loaded under another key, as in RedisBloom
 	switch {
 	case err != nil:
 		w.WriteError("ERR invalid dump: " + oneLine(err.Error()))
@@ -1214,7 +1209,6 @@ func cmdLoadChunk(s *Server, _ *session, w replier, args [][]byte) {
 	case !s.store.put(name, e):
 		w.WriteError(errItemExists)
 	default:
-		_ = recName // a dump may be loaded under another key, as in RedisBloom
 		w.WriteString("OK")
 	}
 }
