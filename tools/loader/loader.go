@@ -232,7 +232,13 @@ func (l *Loader) reportProgress(start time.Time, total uint64, loaded *atomic.Ui
 			}
 		}
 	})
-	return func() { close(done); wg.Wait() }
+	// The last report, at stop, gives the final count, so that a progress
+	// bar ends where the load did.
+	return func() {
+		close(done)
+		wg.Wait()
+		l.OnProgress(progressAt(loaded.Load(), total, time.Since(start)))
+	}
 }
 
 func progressAt(rows, total uint64, elapsed time.Duration) Progress {

@@ -86,12 +86,20 @@ func fill(t *testing.T, db *sql.DB, table string, n int, ph string) {
 func checkLoad(t *testing.T, db *sql.DB, table string, n int) {
 	f := ohbloom.NewAtomic(uint64(n)+10_000, 0.01)
 	var progress atomic.Int64
+	// sentBeforeDrain is how many stream keys had been sent at the last
+	// progress report, which Run makes after the rows and before it drains
+	// the streams: those keys must be in the filter at readiness. A key sent
+	// while Run drains or closes Ready may or may not be.
+	var sent, sentBeforeDrain atomic.Int64
 	l := &Loader{
-		Filter:        f,
-		DB:            db,
-		Query:         "SELECT subject || '|' || object, subject FROM " + table,
-		CountQuery:    "SELECT count(*) FROM " + table,
-		OnProgress:    func(p Progress) { progress.Add(1) },
+		Filter:     f,
+		DB:         db,
+		Query:      "SELECT subject || '|' || object, subject FROM " + table,
+		CountQuery: "SELECT count(*) FROM " + table,
+		OnProgress: func(p Progress) {
+			progress.Add(1)
+			sentBeforeDrain.Store(sent.Load())
+		},
 		ProgressEvery: time.Millisecond,
 	}
 	stream := make(chan []byte, 64)
@@ -101,7 +109,6 @@ func checkLoad(t *testing.T, db *sql.DB, table string, n int) {
 	applying.Go(func() { l.Apply(ctx, stream) })
 
 	// The stream: keys before Run starts, then during, then after.
-	var sent atomic.Int64
 	send := func(i int) {
 		stream <- fmt.Appendf(nil, "stream/%d", i)
 		sent.Store(int64(i + 1))
@@ -126,7 +133,10 @@ func checkLoad(t *testing.T, db *sql.DB, table string, n int) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sentAtReady := int(sent.Load())
+	sentAtReady := int(sentBeforeDrain.Load())
+	if sentAtReady < 100 {
+		t.Fatalf("%d stream keys counted before the drain, want at least the 100 sent before Run", sentAtReady)
+	}
 	select {
 	case <-l.Ready():
 	default:
