@@ -103,6 +103,8 @@ const (
 	errNonScalingIsFull = "ERR non scaling filter is full"
 )
 
+var errKeyTooLong = fmt.Sprintf("ERR key longer than %d bytes", maxKeyBytes)
+
 // exec runs one command. It never panics on any input: every argument is
 // checked before use, and a bug in a command is caught and answered as an
 // error so that one bad request cannot take the other clients' filters down.
@@ -601,24 +603,7 @@ func cmdBFReserve(s *Server, _ *session, w replier, args [][]byte) {
 			return
 		}
 	}
-	name := string(args[1])
-	if len(name) > maxKeyBytes {
-		w.WriteError(fmt.Sprintf("ERR key longer than %d bytes", maxKeyBytes))
-		return
-	}
-	_, created, err := s.store.getOrCreate(name, func() (*entry, error) { return s.newBloom(o) })
-	switch {
-	case err != nil:
-		w.WriteError(err.Error())
-	case !created:
-		if e := s.store.get(name); e != nil && e.kind == kindCounting {
-			w.WriteError(wrongType)
-		} else {
-			w.WriteError(errItemExists)
-		}
-	default:
-		w.WriteString("OK")
-	}
+	s.reserve(w, args[1], false, func() (*entry, error) { return s.newBloom(o) })
 }
 
 // bloomEntry returns the BF key name, creating it with o when create is
@@ -639,7 +624,7 @@ func (s *Server) bloomEntry(w replier, name []byte, create bool, o bloomOptions)
 	e := s.store.getBytes(name) // no copy of the key unless it is created
 	if e == nil {
 		if len(name) > maxKeyBytes {
-			w.WriteError(fmt.Sprintf("ERR key longer than %d bytes", maxKeyBytes))
+			w.WriteError(errKeyTooLong)
 			return nil
 		}
 		var err error
@@ -916,16 +901,21 @@ func cmdCFReserve(s *Server, _ *session, w replier, args [][]byte) {
 			return
 		}
 	}
-	name := string(args[1])
+	s.reserve(w, args[1], true, func() (*entry, error) { return s.newCounting(capacity) })
+}
+
+// reserve creates the key with make and answers BF.RESERVE or CF.RESERVE:
+// OK, or RedisBloom's error for a key that exists, of either type.
+func (s *Server) reserve(w replier, name []byte, counting bool, make func() (*entry, error)) {
 	if len(name) > maxKeyBytes {
-		w.WriteError(fmt.Sprintf("ERR key longer than %d bytes", maxKeyBytes))
+		w.WriteError(errKeyTooLong)
 		return
 	}
-	e, created, err := s.store.getOrCreate(name, func() (*entry, error) { return s.newCounting(capacity) })
+	e, created, err := s.store.getOrCreate(string(name), make)
 	switch {
 	case err != nil:
 		w.WriteError(err.Error())
-	case !created && e.kind != kindCounting:
+	case !created && (e.kind == kindCounting) != counting:
 		w.WriteError(wrongType)
 	case !created:
 		w.WriteError(errItemExists)
@@ -938,7 +928,7 @@ func (s *Server) countingEntry(w replier, name []byte, create bool, capacity int
 	e := s.store.getBytes(name)
 	if e == nil && create {
 		if len(name) > maxKeyBytes {
-			w.WriteError(fmt.Sprintf("ERR key longer than %d bytes", maxKeyBytes))
+			w.WriteError(errKeyTooLong)
 			return nil
 		}
 		var err error
