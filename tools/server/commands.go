@@ -129,7 +129,7 @@ func (s *Server) exec(sess *session, w replier, args [][]byte) {
 		return
 	}
 	if (c.arity > 0 && len(args) != c.arity) || (c.arity < 0 && len(args) < -c.arity) {
-		w.WriteError(fmt.Sprintf("ERR wrong number of arguments for '%s' command", lowerName(args[0])))
+		w.WriteError(wrongArity(args[0]))
 		return
 	}
 	c.run(s, sess, w, args)
@@ -151,6 +151,17 @@ func lookup(name []byte) (command, bool) {
 	}
 	c, ok := commands[string(buf[:len(name)])]
 	return c, ok
+}
+
+// wrongArity is Redis's reply to a command given the wrong number of
+// arguments.
+func wrongArity(name []byte) string {
+	return fmt.Sprintf("ERR wrong number of arguments for '%s' command", lowerName(name))
+}
+
+// unknownArgument is the reply to an option the command does not take.
+func unknownArgument(arg []byte) string {
+	return fmt.Sprintf("ERR unknown argument '%s'", quoteArg(arg))
 }
 
 // lowerName is a command's name for messages.
@@ -204,7 +215,7 @@ func cmdPing(_ *Server, _ *session, w replier, args [][]byte) {
 	case 2:
 		w.WriteBulk(args[1])
 	default:
-		w.WriteError("ERR wrong number of arguments for 'ping' command")
+		w.WriteError(wrongArity(args[0]))
 	}
 }
 
@@ -571,7 +582,7 @@ func (s *Server) checkSize(n uint64, p float64, size func(uint64, float64) (uint
 
 func cmdBFReserve(s *Server, _ *session, w replier, args [][]byte) {
 	if len(args) > 7 {
-		w.WriteError("ERR wrong number of arguments for 'bf.reserve' command")
+		w.WriteError(wrongArity(args[0]))
 		return
 	}
 	o := bloomOptions{expansion: defaultExpansion}
@@ -599,7 +610,7 @@ func cmdBFReserve(s *Server, _ *session, w replier, args [][]byte) {
 				return
 			}
 		default:
-			w.WriteError(fmt.Sprintf("ERR unknown argument '%s'", quoteArg(args[i])))
+			w.WriteError(unknownArgument(args[i]))
 			return
 		}
 	}
@@ -718,7 +729,7 @@ func cmdBFInsert(s *Server, _ *session, w replier, args [][]byte) {
 			o.nonScaling = true
 		case eq(args[i], "CAPACITY") || eq(args[i], "ERROR") || eq(args[i], "EXPANSION"):
 			if i+1 == len(args) {
-				w.WriteError("ERR wrong number of arguments for 'bf.insert' command")
+				w.WriteError(wrongArity(args[0]))
 				return
 			}
 			switch i++; {
@@ -739,12 +750,12 @@ func cmdBFInsert(s *Server, _ *session, w replier, args [][]byte) {
 				}
 			}
 		default:
-			w.WriteError(fmt.Sprintf("ERR unknown argument '%s'", quoteArg(args[i])))
+			w.WriteError(unknownArgument(args[i]))
 			return
 		}
 	}
 	if items < 0 || items == len(args) {
-		w.WriteError("ERR wrong number of arguments for 'bf.insert' command")
+		w.WriteError(wrongArity(args[0]))
 		return
 	}
 	if create {
@@ -815,7 +826,7 @@ func cmdBFCard(s *Server, _ *session, w replier, args [][]byte) {
 
 func cmdBFInfo(s *Server, _ *session, w replier, args [][]byte) {
 	if len(args) > 3 {
-		w.WriteError("ERR wrong number of arguments for 'bf.info' command")
+		w.WriteError(wrongArity(args[0]))
 		return
 	}
 	e := s.bloomEntry(w, args[1], false, bloomOptions{})
@@ -883,7 +894,7 @@ func cmdCFReserve(s *Server, _ *session, w replier, args [][]byte) {
 	}
 	for i := 3; i < len(args); i += 2 {
 		if i+1 == len(args) {
-			w.WriteError("ERR wrong number of arguments for 'cf.reserve' command")
+			w.WriteError(wrongArity(args[0]))
 			return
 		}
 		v, ok := parseInt(args[i+1])
@@ -897,21 +908,21 @@ func cmdCFReserve(s *Server, _ *session, w replier, args [][]byte) {
 				return
 			}
 		default:
-			w.WriteError(fmt.Sprintf("ERR unknown argument '%s'", quoteArg(args[i])))
+			w.WriteError(unknownArgument(args[i]))
 			return
 		}
 	}
 	s.reserve(w, args[1], true, func() (*entry, error) { return s.newCounting(capacity) })
 }
 
-// reserve creates the key with make and answers BF.RESERVE or CF.RESERVE:
+// reserve creates the key with build and answers BF.RESERVE or CF.RESERVE:
 // OK, or RedisBloom's error for a key that exists, of either type.
-func (s *Server) reserve(w replier, name []byte, counting bool, make func() (*entry, error)) {
+func (s *Server) reserve(w replier, name []byte, counting bool, build func() (*entry, error)) {
 	if len(name) > maxKeyBytes {
 		w.WriteError(errKeyTooLong)
 		return
 	}
-	e, created, err := s.store.getOrCreate(string(name), make)
+	e, created, err := s.store.getOrCreate(string(name), build)
 	switch {
 	case err != nil:
 		w.WriteError(err.Error())
@@ -978,7 +989,7 @@ func cmdCFInsert(s *Server, _ *session, w replier, args [][]byte) {
 			create = false
 		case eq(args[i], "CAPACITY"):
 			if i+1 == len(args) {
-				w.WriteError("ERR wrong number of arguments for 'cf.insert' command")
+				w.WriteError(wrongArity(args[0]))
 				return
 			}
 			i++
@@ -988,12 +999,12 @@ func cmdCFInsert(s *Server, _ *session, w replier, args [][]byte) {
 				return
 			}
 		default:
-			w.WriteError(fmt.Sprintf("ERR unknown argument '%s'", quoteArg(args[i])))
+			w.WriteError(unknownArgument(args[i]))
 			return
 		}
 	}
 	if items < 0 || items == len(args) {
-		w.WriteError("ERR wrong number of arguments for 'cf.insert' command")
+		w.WriteError(wrongArity(args[0]))
 		return
 	}
 	e := s.countingEntry(w, args[1], create, capacity)

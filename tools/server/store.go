@@ -256,10 +256,10 @@ func (s *store) getBytes(name []byte) *entry {
 	return e
 }
 
-// getOrCreate returns the key's entry, creating it with make if it is
-// missing. make runs under the write lock, so that two clients creating
+// getOrCreate returns the key's entry, creating it with build if it is
+// missing. build runs under the write lock, so that two clients creating
 // the same key get one filter.
-func (s *store) getOrCreate(name string, make func() (*entry, error)) (*entry, bool, error) {
+func (s *store) getOrCreate(name string, build func() (*entry, error)) (*entry, bool, error) {
 	if e := s.get(name); e != nil {
 		return e, false, nil
 	}
@@ -268,7 +268,7 @@ func (s *store) getOrCreate(name string, make func() (*entry, error)) (*entry, b
 	if e := s.keys[name]; e != nil {
 		return e, false, nil
 	}
-	e, err := make()
+	e, err := build()
 	if err != nil {
 		return nil, false, err
 	}
