@@ -249,6 +249,15 @@ func (s *AtomicScalableFilter) TestAndAddString(key string) bool {
 // newest stage reports as new counts toward its capacity.
 func (s *AtomicScalableFilter) TestAndAddHash(h uint64) bool {
 	stages := *s.stages.Load()
+	if full := stages[len(stages)-1]; full.added.Load() >= full.f.capacity && s.err.Load() == nil {
+		// The goroutine that filled the newest stage is making the next
+		// one. Wait for it rather than overfill this one: the allocation
+		// can take long enough, or that goroutine can lose its CPU for
+		// long enough, that the others would pour thousands of keys into
+		// a full stage and drive its false positive rate far past p.
+		s.addStage(len(stages))
+		stages = *s.stages.Load()
+	}
 	if testStages(stages, h) {
 		return true
 	}
