@@ -50,15 +50,22 @@ func (f *AtomicFilter) Add(key []byte) { f.addHash(xxh3.HashSeed(key, f.seed)) }
 // AddString inserts key, without converting it to a byte slice.
 func (f *AtomicFilter) AddString(key string) { f.addHash(xxh3.HashStringSeed(key, f.seed)) }
 
-// Test reports whether key may be in the filter.
+// Test reports whether key may be in the filter. Like Filter.Test it
+// spells out the probe choice, to save a call level.
 func (f *AtomicFilter) Test(key []byte) bool {
 	h := xxh3.HashSeed(key, f.seed)
+	if f.vec != nil {
+		return vecTest(f.blockOf(h), residue(h), f.vec)
+	}
 	return f.atomicTest(f.blockOf(h), residue(h))
 }
 
 // TestString is Test for a string key.
 func (f *AtomicFilter) TestString(key string) bool {
 	h := xxh3.HashStringSeed(key, f.seed)
+	if f.vec != nil {
+		return vecTest(f.blockOf(h), residue(h), f.vec)
+	}
 	return f.atomicTest(f.blockOf(h), residue(h))
 }
 
@@ -67,13 +74,13 @@ func (f *AtomicFilter) TestString(key string) bool {
 // would otherwise pay a second call to get it.
 func (f *AtomicFilter) HashTest(key []byte) (h uint64, present bool) {
 	h = xxh3.HashSeed(key, f.seed)
-	return h, f.atomicTest(f.blockOf(h), residue(h))
+	return h, f.atomicTestBits(f.blockOf(h), residue(h))
 }
 
 // HashTestString is HashTest for a string key.
 func (f *AtomicFilter) HashTestString(key string) (h uint64, present bool) {
 	h = xxh3.HashStringSeed(key, f.seed)
-	return h, f.atomicTest(f.blockOf(h), residue(h))
+	return h, f.atomicTestBits(f.blockOf(h), residue(h))
 }
 
 // TestAndAdd adds key and reports whether it may have been present before.
@@ -92,7 +99,7 @@ func (f *AtomicFilter) TestAndAddString(key string) bool {
 // addHash adds the key whose hash is h. The generated atomicAdd loads
 // first: a key already present writes nothing, so re-adding hot keys never
 // takes their cache line away from the other cores.
-func (f *AtomicFilter) addHash(h uint64) { f.atomicAdd(f.blockOf(h), residue(h)) }
+func (f *AtomicFilter) addHash(h uint64) { f.atomicAddBits(f.blockOf(h), residue(h)) }
 
 // orMissing sets the bits m in *p with at most one atomic OR, and none when
 // they are all set already.
@@ -111,7 +118,7 @@ func orReportNew(p *uint64, m uint64) bool {
 
 func (f *AtomicFilter) testAndAddHash(h uint64) bool {
 	b, x := f.blockOf(h), residue(h)
-	if f.atomicTest(b, x) {
+	if f.atomicTestBits(b, x) {
 		return true
 	}
 	m0, m1, m2, m3, m4, m5, m6, m7 := f.mask(x)

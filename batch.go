@@ -33,16 +33,16 @@ func (l *layout) Hash(key []byte) uint64 { return xxh3.HashSeed(key, l.seed) }
 func (l *layout) HashString(key string) uint64 { return xxh3.HashStringSeed(key, l.seed) }
 
 // AddHash adds the key whose Hash is h.
-func (f *Filter) AddHash(h uint64) { f.add(f.blockOf(h), residue(h)) }
+func (f *Filter) AddHash(h uint64) { f.addBits(f.blockOf(h), residue(h)) }
 
 // TestHash tests the key whose Hash is h.
-func (f *Filter) TestHash(h uint64) bool { return f.test(f.blockOf(h), residue(h)) }
+func (f *Filter) TestHash(h uint64) bool { return f.testBits(f.blockOf(h), residue(h)) }
 
 // AddHash adds the key whose Hash is h.
-func (f *AtomicFilter) AddHash(h uint64) { f.atomicAdd(f.blockOf(h), residue(h)) }
+func (f *AtomicFilter) AddHash(h uint64) { f.atomicAddBits(f.blockOf(h), residue(h)) }
 
 // TestHash tests the key whose Hash is h.
-func (f *AtomicFilter) TestHash(h uint64) bool { return f.atomicTest(f.blockOf(h), residue(h)) }
+func (f *AtomicFilter) TestHash(h uint64) bool { return f.atomicTestBits(f.blockOf(h), residue(h)) }
 
 // TestAndAddHash is TestAndAdd for the key whose Hash is h.
 func (f *Filter) TestAndAddHash(h uint64) bool { return f.testAndAddHash(h) }
@@ -213,21 +213,21 @@ func (l *layout) probeWindow(op op, hs []uint64, results []bool) {
 	switch op {
 	case opAdd:
 		for _, h := range hs {
-			l.add(l.blockOf(h), residue(h))
+			l.addBits(l.blockOf(h), residue(h))
 		}
 	case opAtomicAdd:
 		for _, h := range hs {
-			l.atomicAdd(l.blockOf(h), residue(h))
+			l.atomicAddBits(l.blockOf(h), residue(h))
 		}
 	case opTest:
 		results = results[:len(hs)]
 		for i, h := range hs {
-			results[i] = l.test(l.blockOf(h), residue(h))
+			results[i] = l.testBits(l.blockOf(h), residue(h))
 		}
 	case opAtomicTest:
 		results = results[:len(hs)]
 		for i, h := range hs {
-			results[i] = l.atomicTest(l.blockOf(h), residue(h))
+			results[i] = l.atomicTestBits(l.blockOf(h), residue(h))
 		}
 	}
 }

@@ -65,6 +65,11 @@ type layout struct {
 	atomicAdd  func(*block, uint32)
 	mask       func(uint32) (m0, m1, m2, m3, m4, m5, m6, m7 uint64)
 
+	// vec holds the constants of the vector probe (vector_amd64.go), nil
+	// where the CPU has none; testBits and addBits then use the generated
+	// probes.
+	vec *vecProbe
+
 	// What the filter was sized for; kept for Capacity, TargetFPR and the
 	// file header, never used by a probe.
 	capacity  uint64
@@ -77,6 +82,43 @@ type layout struct {
 func (l *layout) blockOf(h uint64) *block {
 	i, _ := bits.Mul64(h, l.nblocks)
 	return &l.blocks[i]
+}
+
+// testBits reports whether every bit of x is set in b, for Filter.
+func (l *layout) testBits(b *block, x uint32) bool {
+	if l.vec != nil {
+		return vecTest(b, x, l.vec)
+	}
+	return l.test(b, x)
+}
+
+// atomicTestBits is testBits for AtomicFilter. The vector probe serves it
+// too: its load reads each aligned word whole, as atomic.LoadUint64 does on
+// amd64, and bits are only ever set, so a key whose Add has returned is
+// found whatever Adds run meanwhile.
+func (l *layout) atomicTestBits(b *block, x uint32) bool {
+	if l.vec != nil {
+		return vecTest(b, x, l.vec)
+	}
+	return l.atomicTest(b, x)
+}
+
+// addBits sets the bits of x in b, for Filter.
+func (l *layout) addBits(b *block, x uint32) {
+	if l.vec != nil {
+		vecAdd(b, x, l.vec)
+		return
+	}
+	l.add(b, x)
+}
+
+// atomicAddBits sets the bits of x in b for AtomicFilter: nothing is
+// written when they are all set already, and otherwise one atomic OR per
+// word that lacks one of them.
+func (l *layout) atomicAddBits(b *block, x uint32) {
+	if !l.atomicTestBits(b, x) {
+		l.atomicAdd(b, x)
+	}
 }
 
 // residue returns the part of a hash that picks the bits inside its block:

@@ -6,40 +6,50 @@ import "sync/atomic"
 
 func test2(b *block, x uint32) bool {
 	present := ^uint64(0)
+	xf := float64(x)
 	var bit uint32
-	bit = 0 + x%255
-	present &= b[bit/64] >> (bit % 64)
-	bit = 255 + x%257
-	present &= b[bit/64] >> (bit % 64)
+	bit = 0 + (x - uint32(int32(xf*0x1.0101010101011p-08))*255)
+	present &= b[bit/64%8] >> (bit % 64)
+	if present&1 == 0 {
+		return false
+	}
+	bit = 255 + (x - uint32(int32(xf*0x1.fe01fe01fe021p-09))*257)
+	present &= b[bit/64%8] >> (bit % 64)
 	return present&1 != 0
 }
 
 func atomicTest2(b *block, x uint32) bool {
 	present := ^uint64(0)
+	xf := float64(x)
 	var bit uint32
-	bit = 0 + x%255
-	present &= atomic.LoadUint64(&b[bit/64]) >> (bit % 64)
-	bit = 255 + x%257
-	present &= atomic.LoadUint64(&b[bit/64]) >> (bit % 64)
+	bit = 0 + (x - uint32(int32(xf*0x1.0101010101011p-08))*255)
+	present &= atomic.LoadUint64(&b[bit/64%8]) >> (bit % 64)
+	if present&1 == 0 {
+		return false
+	}
+	bit = 255 + (x - uint32(int32(xf*0x1.fe01fe01fe021p-09))*257)
+	present &= atomic.LoadUint64(&b[bit/64%8]) >> (bit % 64)
 	return present&1 != 0
 }
 
 func add2(b *block, x uint32) {
+	xf := float64(x)
 	var bit uint32
-	bit = 0 + x%255
-	b[bit/64] |= 1 << (bit % 64)
-	bit = 255 + x%257
-	b[bit/64] |= 1 << (bit % 64)
+	bit = 0 + (x - uint32(int32(xf*0x1.0101010101011p-08))*255)
+	b[bit/64%8] |= 1 << (bit % 64)
+	bit = 255 + (x - uint32(int32(xf*0x1.fe01fe01fe021p-09))*257)
+	b[bit/64%8] |= 1 << (bit % 64)
 }
 
 func mask2(x uint32) (m0, m1, m2, m3, m4, m5, m6, m7 uint64) {
+	xf := float64(x)
 	var bit uint32
-	bit = 0 + x%255
+	bit = 0 + (x - uint32(int32(xf*0x1.0101010101011p-08))*255)
 	m0 |= 1 << (bit - 0)
 	m1 |= 1 << (bit - 64)
 	m2 |= 1 << (bit - 128)
 	m3 |= 1 << (bit - 192)
-	bit = 255 + x%257
+	bit = 255 + (x - uint32(int32(xf*0x1.fe01fe01fe021p-09))*257)
 	m3 |= 1 << (bit - 192)
 	m4 |= 1 << (bit - 256)
 	m5 |= 1 << (bit - 320)
@@ -49,9 +59,6 @@ func mask2(x uint32) (m0, m1, m2, m3, m4, m5, m6, m7 uint64) {
 }
 
 func atomicAdd2(b *block, x uint32) {
-	if atomicTest2(b, x) {
-		return
-	}
 	m0, m1, m2, m3, m4, m5, m6, m7 := mask2(x)
 	orMissing(&b[0], m0)
 	orMissing(&b[1], m1)
@@ -65,50 +72,60 @@ func atomicAdd2(b *block, x uint32) {
 
 func test3(b *block, x uint32) bool {
 	present := ^uint64(0)
+	xf := float64(x)
 	var bit uint32
-	bit = 0 + x%169
-	present &= b[bit/64] >> (bit % 64)
-	bit = 169 + x%171
-	present &= b[bit/64] >> (bit % 64)
-	bit = 340 + x%172
-	present &= b[bit/64] >> (bit % 64)
+	bit = 0 + (x - uint32(int32(xf*0x1.83c977ab2bedep-08))*169)
+	present &= b[bit/64%8] >> (bit % 64)
+	bit = 169 + (x - uint32(int32(xf*0x1.7f405fd017f41p-08))*171)
+	present &= b[bit/64%8] >> (bit % 64)
+	if present&1 == 0 {
+		return false
+	}
+	bit = 340 + (x - uint32(int32(xf*0x1.7d05f417d05f5p-08))*172)
+	present &= b[bit/64%8] >> (bit % 64)
 	return present&1 != 0
 }
 
 func atomicTest3(b *block, x uint32) bool {
 	present := ^uint64(0)
+	xf := float64(x)
 	var bit uint32
-	bit = 0 + x%169
-	present &= atomic.LoadUint64(&b[bit/64]) >> (bit % 64)
-	bit = 169 + x%171
-	present &= atomic.LoadUint64(&b[bit/64]) >> (bit % 64)
-	bit = 340 + x%172
-	present &= atomic.LoadUint64(&b[bit/64]) >> (bit % 64)
+	bit = 0 + (x - uint32(int32(xf*0x1.83c977ab2bedep-08))*169)
+	present &= atomic.LoadUint64(&b[bit/64%8]) >> (bit % 64)
+	bit = 169 + (x - uint32(int32(xf*0x1.7f405fd017f41p-08))*171)
+	present &= atomic.LoadUint64(&b[bit/64%8]) >> (bit % 64)
+	if present&1 == 0 {
+		return false
+	}
+	bit = 340 + (x - uint32(int32(xf*0x1.7d05f417d05f5p-08))*172)
+	present &= atomic.LoadUint64(&b[bit/64%8]) >> (bit % 64)
 	return present&1 != 0
 }
 
 func add3(b *block, x uint32) {
+	xf := float64(x)
 	var bit uint32
-	bit = 0 + x%169
-	b[bit/64] |= 1 << (bit % 64)
-	bit = 169 + x%171
-	b[bit/64] |= 1 << (bit % 64)
-	bit = 340 + x%172
-	b[bit/64] |= 1 << (bit % 64)
+	bit = 0 + (x - uint32(int32(xf*0x1.83c977ab2bedep-08))*169)
+	b[bit/64%8] |= 1 << (bit % 64)
+	bit = 169 + (x - uint32(int32(xf*0x1.7f405fd017f41p-08))*171)
+	b[bit/64%8] |= 1 << (bit % 64)
+	bit = 340 + (x - uint32(int32(xf*0x1.7d05f417d05f5p-08))*172)
+	b[bit/64%8] |= 1 << (bit % 64)
 }
 
 func mask3(x uint32) (m0, m1, m2, m3, m4, m5, m6, m7 uint64) {
+	xf := float64(x)
 	var bit uint32
-	bit = 0 + x%169
+	bit = 0 + (x - uint32(int32(xf*0x1.83c977ab2bedep-08))*169)
 	m0 |= 1 << (bit - 0)
 	m1 |= 1 << (bit - 64)
 	m2 |= 1 << (bit - 128)
-	bit = 169 + x%171
+	bit = 169 + (x - uint32(int32(xf*0x1.7f405fd017f41p-08))*171)
 	m2 |= 1 << (bit - 128)
 	m3 |= 1 << (bit - 192)
 	m4 |= 1 << (bit - 256)
 	m5 |= 1 << (bit - 320)
-	bit = 340 + x%172
+	bit = 340 + (x - uint32(int32(xf*0x1.7d05f417d05f5p-08))*172)
 	m5 |= 1 << (bit - 320)
 	m6 |= 1 << (bit - 384)
 	m7 |= 1 << (bit - 448)
@@ -116,9 +133,6 @@ func mask3(x uint32) (m0, m1, m2, m3, m4, m5, m6, m7 uint64) {
 }
 
 func atomicAdd3(b *block, x uint32) {
-	if atomicTest3(b, x) {
-		return
-	}
 	m0, m1, m2, m3, m4, m5, m6, m7 := mask3(x)
 	orMissing(&b[0], m0)
 	orMissing(&b[1], m1)
@@ -132,58 +146,68 @@ func atomicAdd3(b *block, x uint32) {
 
 func test4(b *block, x uint32) bool {
 	present := ^uint64(0)
+	xf := float64(x)
 	var bit uint32
-	bit = 0 + x%125
-	present &= b[bit/64] >> (bit % 64)
-	bit = 125 + x%127
-	present &= b[bit/64] >> (bit % 64)
-	bit = 252 + x%129
-	present &= b[bit/64] >> (bit % 64)
-	bit = 381 + x%131
-	present &= b[bit/64] >> (bit % 64)
+	bit = 0 + (x - uint32(int32(xf*0x1.0624dd2f1a9fdp-07))*125)
+	present &= b[bit/64%8] >> (bit % 64)
+	bit = 125 + (x - uint32(int32(xf*0x1.0204081020409p-07))*127)
+	present &= b[bit/64%8] >> (bit % 64)
+	if present&1 == 0 {
+		return false
+	}
+	bit = 252 + (x - uint32(int32(xf*0x1.fc07f01fc07f1p-08))*129)
+	present &= b[bit/64%8] >> (bit % 64)
+	bit = 381 + (x - uint32(int32(xf*0x1.f44659e4a4272p-08))*131)
+	present &= b[bit/64%8] >> (bit % 64)
 	return present&1 != 0
 }
 
 func atomicTest4(b *block, x uint32) bool {
 	present := ^uint64(0)
+	xf := float64(x)
 	var bit uint32
-	bit = 0 + x%125
-	present &= atomic.LoadUint64(&b[bit/64]) >> (bit % 64)
-	bit = 125 + x%127
-	present &= atomic.LoadUint64(&b[bit/64]) >> (bit % 64)
-	bit = 252 + x%129
-	present &= atomic.LoadUint64(&b[bit/64]) >> (bit % 64)
-	bit = 381 + x%131
-	present &= atomic.LoadUint64(&b[bit/64]) >> (bit % 64)
+	bit = 0 + (x - uint32(int32(xf*0x1.0624dd2f1a9fdp-07))*125)
+	present &= atomic.LoadUint64(&b[bit/64%8]) >> (bit % 64)
+	bit = 125 + (x - uint32(int32(xf*0x1.0204081020409p-07))*127)
+	present &= atomic.LoadUint64(&b[bit/64%8]) >> (bit % 64)
+	if present&1 == 0 {
+		return false
+	}
+	bit = 252 + (x - uint32(int32(xf*0x1.fc07f01fc07f1p-08))*129)
+	present &= atomic.LoadUint64(&b[bit/64%8]) >> (bit % 64)
+	bit = 381 + (x - uint32(int32(xf*0x1.f44659e4a4272p-08))*131)
+	present &= atomic.LoadUint64(&b[bit/64%8]) >> (bit % 64)
 	return present&1 != 0
 }
 
 func add4(b *block, x uint32) {
+	xf := float64(x)
 	var bit uint32
-	bit = 0 + x%125
-	b[bit/64] |= 1 << (bit % 64)
-	bit = 125 + x%127
-	b[bit/64] |= 1 << (bit % 64)
-	bit = 252 + x%129
-	b[bit/64] |= 1 << (bit % 64)
-	bit = 381 + x%131
-	b[bit/64] |= 1 << (bit % 64)
+	bit = 0 + (x - uint32(int32(xf*0x1.0624dd2f1a9fdp-07))*125)
+	b[bit/64%8] |= 1 << (bit % 64)
+	bit = 125 + (x - uint32(int32(xf*0x1.0204081020409p-07))*127)
+	b[bit/64%8] |= 1 << (bit % 64)
+	bit = 252 + (x - uint32(int32(xf*0x1.fc07f01fc07f1p-08))*129)
+	b[bit/64%8] |= 1 << (bit % 64)
+	bit = 381 + (x - uint32(int32(xf*0x1.f44659e4a4272p-08))*131)
+	b[bit/64%8] |= 1 << (bit % 64)
 }
 
 func mask4(x uint32) (m0, m1, m2, m3, m4, m5, m6, m7 uint64) {
+	xf := float64(x)
 	var bit uint32
-	bit = 0 + x%125
+	bit = 0 + (x - uint32(int32(xf*0x1.0624dd2f1a9fdp-07))*125)
 	m0 |= 1 << (bit - 0)
 	m1 |= 1 << (bit - 64)
-	bit = 125 + x%127
+	bit = 125 + (x - uint32(int32(xf*0x1.0204081020409p-07))*127)
 	m1 |= 1 << (bit - 64)
 	m2 |= 1 << (bit - 128)
 	m3 |= 1 << (bit - 192)
-	bit = 252 + x%129
+	bit = 252 + (x - uint32(int32(xf*0x1.fc07f01fc07f1p-08))*129)
 	m3 |= 1 << (bit - 192)
 	m4 |= 1 << (bit - 256)
 	m5 |= 1 << (bit - 320)
-	bit = 381 + x%131
+	bit = 381 + (x - uint32(int32(xf*0x1.f44659e4a4272p-08))*131)
 	m5 |= 1 << (bit - 320)
 	m6 |= 1 << (bit - 384)
 	m7 |= 1 << (bit - 448)
@@ -191,9 +215,6 @@ func mask4(x uint32) (m0, m1, m2, m3, m4, m5, m6, m7 uint64) {
 }
 
 func atomicAdd4(b *block, x uint32) {
-	if atomicTest4(b, x) {
-		return
-	}
 	m0, m1, m2, m3, m4, m5, m6, m7 := mask4(x)
 	orMissing(&b[0], m0)
 	orMissing(&b[1], m1)
@@ -207,76 +228,83 @@ func atomicAdd4(b *block, x uint32) {
 
 func test5(b *block, x uint32) bool {
 	present := ^uint64(0)
+	xf := float64(x)
 	var bit uint32
-	bit = 0 + x%97
-	present &= b[bit/64] >> (bit % 64)
-	bit = 97 + x%101
-	present &= b[bit/64] >> (bit % 64)
-	bit = 198 + x%103
-	present &= b[bit/64] >> (bit % 64)
-	bit = 301 + x%105
-	present &= b[bit/64] >> (bit % 64)
-	bit = 406 + x%106
-	present &= b[bit/64] >> (bit % 64)
+	bit = 0 + (x - uint32(int32(xf*0x1.51d07eae2f816p-07))*97)
+	present &= b[bit/64%8] >> (bit % 64)
+	bit = 97 + (x - uint32(int32(xf*0x1.446f86562d9fcp-07))*101)
+	present &= b[bit/64%8] >> (bit % 64)
+	bit = 198 + (x - uint32(int32(xf*0x1.3e22cbce4a903p-07))*103)
+	present &= b[bit/64%8] >> (bit % 64)
+	if present&1 == 0 {
+		return false
+	}
+	bit = 301 + (x - uint32(int32(xf*0x1.3813813813815p-07))*105)
+	present &= b[bit/64%8] >> (bit % 64)
+	bit = 406 + (x - uint32(int32(xf*0x1.3521cfb2b78c2p-07))*106)
+	present &= b[bit/64%8] >> (bit % 64)
 	return present&1 != 0
 }
 
 func atomicTest5(b *block, x uint32) bool {
 	present := ^uint64(0)
+	xf := float64(x)
 	var bit uint32
-	bit = 0 + x%97
-	present &= atomic.LoadUint64(&b[bit/64]) >> (bit % 64)
-	bit = 97 + x%101
-	present &= atomic.LoadUint64(&b[bit/64]) >> (bit % 64)
-	bit = 198 + x%103
-	present &= atomic.LoadUint64(&b[bit/64]) >> (bit % 64)
-	bit = 301 + x%105
-	present &= atomic.LoadUint64(&b[bit/64]) >> (bit % 64)
-	bit = 406 + x%106
-	present &= atomic.LoadUint64(&b[bit/64]) >> (bit % 64)
+	bit = 0 + (x - uint32(int32(xf*0x1.51d07eae2f816p-07))*97)
+	present &= atomic.LoadUint64(&b[bit/64%8]) >> (bit % 64)
+	bit = 97 + (x - uint32(int32(xf*0x1.446f86562d9fcp-07))*101)
+	present &= atomic.LoadUint64(&b[bit/64%8]) >> (bit % 64)
+	bit = 198 + (x - uint32(int32(xf*0x1.3e22cbce4a903p-07))*103)
+	present &= atomic.LoadUint64(&b[bit/64%8]) >> (bit % 64)
+	if present&1 == 0 {
+		return false
+	}
+	bit = 301 + (x - uint32(int32(xf*0x1.3813813813815p-07))*105)
+	present &= atomic.LoadUint64(&b[bit/64%8]) >> (bit % 64)
+	bit = 406 + (x - uint32(int32(xf*0x1.3521cfb2b78c2p-07))*106)
+	present &= atomic.LoadUint64(&b[bit/64%8]) >> (bit % 64)
 	return present&1 != 0
 }
 
 func add5(b *block, x uint32) {
+	xf := float64(x)
 	var bit uint32
-	bit = 0 + x%97
-	b[bit/64] |= 1 << (bit % 64)
-	bit = 97 + x%101
-	b[bit/64] |= 1 << (bit % 64)
-	bit = 198 + x%103
-	b[bit/64] |= 1 << (bit % 64)
-	bit = 301 + x%105
-	b[bit/64] |= 1 << (bit % 64)
-	bit = 406 + x%106
-	b[bit/64] |= 1 << (bit % 64)
+	bit = 0 + (x - uint32(int32(xf*0x1.51d07eae2f816p-07))*97)
+	b[bit/64%8] |= 1 << (bit % 64)
+	bit = 97 + (x - uint32(int32(xf*0x1.446f86562d9fcp-07))*101)
+	b[bit/64%8] |= 1 << (bit % 64)
+	bit = 198 + (x - uint32(int32(xf*0x1.3e22cbce4a903p-07))*103)
+	b[bit/64%8] |= 1 << (bit % 64)
+	bit = 301 + (x - uint32(int32(xf*0x1.3813813813815p-07))*105)
+	b[bit/64%8] |= 1 << (bit % 64)
+	bit = 406 + (x - uint32(int32(xf*0x1.3521cfb2b78c2p-07))*106)
+	b[bit/64%8] |= 1 << (bit % 64)
 }
 
 func mask5(x uint32) (m0, m1, m2, m3, m4, m5, m6, m7 uint64) {
+	xf := float64(x)
 	var bit uint32
-	bit = 0 + x%97
+	bit = 0 + (x - uint32(int32(xf*0x1.51d07eae2f816p-07))*97)
 	m0 |= 1 << (bit - 0)
 	m1 |= 1 << (bit - 64)
-	bit = 97 + x%101
+	bit = 97 + (x - uint32(int32(xf*0x1.446f86562d9fcp-07))*101)
 	m1 |= 1 << (bit - 64)
 	m2 |= 1 << (bit - 128)
 	m3 |= 1 << (bit - 192)
-	bit = 198 + x%103
+	bit = 198 + (x - uint32(int32(xf*0x1.3e22cbce4a903p-07))*103)
 	m3 |= 1 << (bit - 192)
 	m4 |= 1 << (bit - 256)
-	bit = 301 + x%105
+	bit = 301 + (x - uint32(int32(xf*0x1.3813813813815p-07))*105)
 	m4 |= 1 << (bit - 256)
 	m5 |= 1 << (bit - 320)
 	m6 |= 1 << (bit - 384)
-	bit = 406 + x%106
+	bit = 406 + (x - uint32(int32(xf*0x1.3521cfb2b78c2p-07))*106)
 	m6 |= 1 << (bit - 384)
 	m7 |= 1 << (bit - 448)
 	return
 }
 
 func atomicAdd5(b *block, x uint32) {
-	if atomicTest5(b, x) {
-		return
-	}
 	m0, m1, m2, m3, m4, m5, m6, m7 := mask5(x)
 	orMissing(&b[0], m0)
 	orMissing(&b[1], m1)
@@ -290,84 +318,91 @@ func atomicAdd5(b *block, x uint32) {
 
 func test6(b *block, x uint32) bool {
 	present := ^uint64(0)
+	xf := float64(x)
 	var bit uint32
-	bit = 0 + x%77
-	present &= b[bit/64] >> (bit % 64)
-	bit = 77 + x%81
-	present &= b[bit/64] >> (bit % 64)
-	bit = 158 + x%83
-	present &= b[bit/64] >> (bit % 64)
-	bit = 241 + x%85
-	present &= b[bit/64] >> (bit % 64)
-	bit = 326 + x%89
-	present &= b[bit/64] >> (bit % 64)
-	bit = 415 + x%97
-	present &= b[bit/64] >> (bit % 64)
+	bit = 0 + (x - uint32(int32(xf*0x1.a98ef606a63bfp-07))*77)
+	present &= b[bit/64%8] >> (bit % 64)
+	bit = 77 + (x - uint32(int32(xf*0x1.948b0fcd6e9e1p-07))*81)
+	present &= b[bit/64%8] >> (bit % 64)
+	bit = 158 + (x - uint32(int32(xf*0x1.8acb90f6bf3abp-07))*83)
+	present &= b[bit/64%8] >> (bit % 64)
+	if present&1 == 0 {
+		return false
+	}
+	bit = 241 + (x - uint32(int32(xf*0x1.8181818181819p-07))*85)
+	present &= b[bit/64%8] >> (bit % 64)
+	bit = 326 + (x - uint32(int32(xf*0x1.702e05c0b8171p-07))*89)
+	present &= b[bit/64%8] >> (bit % 64)
+	bit = 415 + (x - uint32(int32(xf*0x1.51d07eae2f816p-07))*97)
+	present &= b[bit/64%8] >> (bit % 64)
 	return present&1 != 0
 }
 
 func atomicTest6(b *block, x uint32) bool {
 	present := ^uint64(0)
+	xf := float64(x)
 	var bit uint32
-	bit = 0 + x%77
-	present &= atomic.LoadUint64(&b[bit/64]) >> (bit % 64)
-	bit = 77 + x%81
-	present &= atomic.LoadUint64(&b[bit/64]) >> (bit % 64)
-	bit = 158 + x%83
-	present &= atomic.LoadUint64(&b[bit/64]) >> (bit % 64)
-	bit = 241 + x%85
-	present &= atomic.LoadUint64(&b[bit/64]) >> (bit % 64)
-	bit = 326 + x%89
-	present &= atomic.LoadUint64(&b[bit/64]) >> (bit % 64)
-	bit = 415 + x%97
-	present &= atomic.LoadUint64(&b[bit/64]) >> (bit % 64)
+	bit = 0 + (x - uint32(int32(xf*0x1.a98ef606a63bfp-07))*77)
+	present &= atomic.LoadUint64(&b[bit/64%8]) >> (bit % 64)
+	bit = 77 + (x - uint32(int32(xf*0x1.948b0fcd6e9e1p-07))*81)
+	present &= atomic.LoadUint64(&b[bit/64%8]) >> (bit % 64)
+	bit = 158 + (x - uint32(int32(xf*0x1.8acb90f6bf3abp-07))*83)
+	present &= atomic.LoadUint64(&b[bit/64%8]) >> (bit % 64)
+	if present&1 == 0 {
+		return false
+	}
+	bit = 241 + (x - uint32(int32(xf*0x1.8181818181819p-07))*85)
+	present &= atomic.LoadUint64(&b[bit/64%8]) >> (bit % 64)
+	bit = 326 + (x - uint32(int32(xf*0x1.702e05c0b8171p-07))*89)
+	present &= atomic.LoadUint64(&b[bit/64%8]) >> (bit % 64)
+	bit = 415 + (x - uint32(int32(xf*0x1.51d07eae2f816p-07))*97)
+	present &= atomic.LoadUint64(&b[bit/64%8]) >> (bit % 64)
 	return present&1 != 0
 }
 
 func add6(b *block, x uint32) {
+	xf := float64(x)
 	var bit uint32
-	bit = 0 + x%77
-	b[bit/64] |= 1 << (bit % 64)
-	bit = 77 + x%81
-	b[bit/64] |= 1 << (bit % 64)
-	bit = 158 + x%83
-	b[bit/64] |= 1 << (bit % 64)
-	bit = 241 + x%85
-	b[bit/64] |= 1 << (bit % 64)
-	bit = 326 + x%89
-	b[bit/64] |= 1 << (bit % 64)
-	bit = 415 + x%97
-	b[bit/64] |= 1 << (bit % 64)
+	bit = 0 + (x - uint32(int32(xf*0x1.a98ef606a63bfp-07))*77)
+	b[bit/64%8] |= 1 << (bit % 64)
+	bit = 77 + (x - uint32(int32(xf*0x1.948b0fcd6e9e1p-07))*81)
+	b[bit/64%8] |= 1 << (bit % 64)
+	bit = 158 + (x - uint32(int32(xf*0x1.8acb90f6bf3abp-07))*83)
+	b[bit/64%8] |= 1 << (bit % 64)
+	bit = 241 + (x - uint32(int32(xf*0x1.8181818181819p-07))*85)
+	b[bit/64%8] |= 1 << (bit % 64)
+	bit = 326 + (x - uint32(int32(xf*0x1.702e05c0b8171p-07))*89)
+	b[bit/64%8] |= 1 << (bit % 64)
+	bit = 415 + (x - uint32(int32(xf*0x1.51d07eae2f816p-07))*97)
+	b[bit/64%8] |= 1 << (bit % 64)
 }
 
 func mask6(x uint32) (m0, m1, m2, m3, m4, m5, m6, m7 uint64) {
+	xf := float64(x)
 	var bit uint32
-	bit = 0 + x%77
+	bit = 0 + (x - uint32(int32(xf*0x1.a98ef606a63bfp-07))*77)
 	m0 |= 1 << (bit - 0)
 	m1 |= 1 << (bit - 64)
-	bit = 77 + x%81
+	bit = 77 + (x - uint32(int32(xf*0x1.948b0fcd6e9e1p-07))*81)
 	m1 |= 1 << (bit - 64)
 	m2 |= 1 << (bit - 128)
-	bit = 158 + x%83
+	bit = 158 + (x - uint32(int32(xf*0x1.8acb90f6bf3abp-07))*83)
 	m2 |= 1 << (bit - 128)
 	m3 |= 1 << (bit - 192)
-	bit = 241 + x%85
+	bit = 241 + (x - uint32(int32(xf*0x1.8181818181819p-07))*85)
 	m3 |= 1 << (bit - 192)
 	m4 |= 1 << (bit - 256)
 	m5 |= 1 << (bit - 320)
-	bit = 326 + x%89
+	bit = 326 + (x - uint32(int32(xf*0x1.702e05c0b8171p-07))*89)
 	m5 |= 1 << (bit - 320)
 	m6 |= 1 << (bit - 384)
-	bit = 415 + x%97
+	bit = 415 + (x - uint32(int32(xf*0x1.51d07eae2f816p-07))*97)
 	m6 |= 1 << (bit - 384)
 	m7 |= 1 << (bit - 448)
 	return
 }
 
 func atomicAdd6(b *block, x uint32) {
-	if atomicTest6(b, x) {
-		return
-	}
 	m0, m1, m2, m3, m4, m5, m6, m7 := mask6(x)
 	orMissing(&b[0], m0)
 	orMissing(&b[1], m1)
@@ -381,92 +416,99 @@ func atomicAdd6(b *block, x uint32) {
 
 func test7(b *block, x uint32) bool {
 	present := ^uint64(0)
+	xf := float64(x)
 	var bit uint32
-	bit = 0 + x%67
-	present &= b[bit/64] >> (bit % 64)
-	bit = 67 + x%69
-	present &= b[bit/64] >> (bit % 64)
-	bit = 136 + x%71
-	present &= b[bit/64] >> (bit % 64)
-	bit = 207 + x%73
-	present &= b[bit/64] >> (bit % 64)
-	bit = 280 + x%76
-	present &= b[bit/64] >> (bit % 64)
-	bit = 356 + x%77
-	present &= b[bit/64] >> (bit % 64)
-	bit = 433 + x%79
-	present &= b[bit/64] >> (bit % 64)
+	bit = 0 + (x - uint32(int32(xf*0x1.e9131abf0b768p-07))*67)
+	present &= b[bit/64%8] >> (bit % 64)
+	bit = 67 + (x - uint32(int32(xf*0x1.dae6076b981dcp-07))*69)
+	present &= b[bit/64%8] >> (bit % 64)
+	bit = 136 + (x - uint32(int32(xf*0x1.cd85689039b0cp-07))*71)
+	present &= b[bit/64%8] >> (bit % 64)
+	bit = 207 + (x - uint32(int32(xf*0x1.c0e070381c0e1p-07))*73)
+	present &= b[bit/64%8] >> (bit % 64)
+	if present&1 == 0 {
+		return false
+	}
+	bit = 280 + (x - uint32(int32(xf*0x1.af286bca1af29p-07))*76)
+	present &= b[bit/64%8] >> (bit % 64)
+	bit = 356 + (x - uint32(int32(xf*0x1.a98ef606a63bfp-07))*77)
+	present &= b[bit/64%8] >> (bit % 64)
+	bit = 433 + (x - uint32(int32(xf*0x1.9ec8e951033dap-07))*79)
+	present &= b[bit/64%8] >> (bit % 64)
 	return present&1 != 0
 }
 
 func atomicTest7(b *block, x uint32) bool {
 	present := ^uint64(0)
+	xf := float64(x)
 	var bit uint32
-	bit = 0 + x%67
-	present &= atomic.LoadUint64(&b[bit/64]) >> (bit % 64)
-	bit = 67 + x%69
-	present &= atomic.LoadUint64(&b[bit/64]) >> (bit % 64)
-	bit = 136 + x%71
-	present &= atomic.LoadUint64(&b[bit/64]) >> (bit % 64)
-	bit = 207 + x%73
-	present &= atomic.LoadUint64(&b[bit/64]) >> (bit % 64)
-	bit = 280 + x%76
-	present &= atomic.LoadUint64(&b[bit/64]) >> (bit % 64)
-	bit = 356 + x%77
-	present &= atomic.LoadUint64(&b[bit/64]) >> (bit % 64)
-	bit = 433 + x%79
-	present &= atomic.LoadUint64(&b[bit/64]) >> (bit % 64)
+	bit = 0 + (x - uint32(int32(xf*0x1.e9131abf0b768p-07))*67)
+	present &= atomic.LoadUint64(&b[bit/64%8]) >> (bit % 64)
+	bit = 67 + (x - uint32(int32(xf*0x1.dae6076b981dcp-07))*69)
+	present &= atomic.LoadUint64(&b[bit/64%8]) >> (bit % 64)
+	bit = 136 + (x - uint32(int32(xf*0x1.cd85689039b0cp-07))*71)
+	present &= atomic.LoadUint64(&b[bit/64%8]) >> (bit % 64)
+	bit = 207 + (x - uint32(int32(xf*0x1.c0e070381c0e1p-07))*73)
+	present &= atomic.LoadUint64(&b[bit/64%8]) >> (bit % 64)
+	if present&1 == 0 {
+		return false
+	}
+	bit = 280 + (x - uint32(int32(xf*0x1.af286bca1af29p-07))*76)
+	present &= atomic.LoadUint64(&b[bit/64%8]) >> (bit % 64)
+	bit = 356 + (x - uint32(int32(xf*0x1.a98ef606a63bfp-07))*77)
+	present &= atomic.LoadUint64(&b[bit/64%8]) >> (bit % 64)
+	bit = 433 + (x - uint32(int32(xf*0x1.9ec8e951033dap-07))*79)
+	present &= atomic.LoadUint64(&b[bit/64%8]) >> (bit % 64)
 	return present&1 != 0
 }
 
 func add7(b *block, x uint32) {
+	xf := float64(x)
 	var bit uint32
-	bit = 0 + x%67
-	b[bit/64] |= 1 << (bit % 64)
-	bit = 67 + x%69
-	b[bit/64] |= 1 << (bit % 64)
-	bit = 136 + x%71
-	b[bit/64] |= 1 << (bit % 64)
-	bit = 207 + x%73
-	b[bit/64] |= 1 << (bit % 64)
-	bit = 280 + x%76
-	b[bit/64] |= 1 << (bit % 64)
-	bit = 356 + x%77
-	b[bit/64] |= 1 << (bit % 64)
-	bit = 433 + x%79
-	b[bit/64] |= 1 << (bit % 64)
+	bit = 0 + (x - uint32(int32(xf*0x1.e9131abf0b768p-07))*67)
+	b[bit/64%8] |= 1 << (bit % 64)
+	bit = 67 + (x - uint32(int32(xf*0x1.dae6076b981dcp-07))*69)
+	b[bit/64%8] |= 1 << (bit % 64)
+	bit = 136 + (x - uint32(int32(xf*0x1.cd85689039b0cp-07))*71)
+	b[bit/64%8] |= 1 << (bit % 64)
+	bit = 207 + (x - uint32(int32(xf*0x1.c0e070381c0e1p-07))*73)
+	b[bit/64%8] |= 1 << (bit % 64)
+	bit = 280 + (x - uint32(int32(xf*0x1.af286bca1af29p-07))*76)
+	b[bit/64%8] |= 1 << (bit % 64)
+	bit = 356 + (x - uint32(int32(xf*0x1.a98ef606a63bfp-07))*77)
+	b[bit/64%8] |= 1 << (bit % 64)
+	bit = 433 + (x - uint32(int32(xf*0x1.9ec8e951033dap-07))*79)
+	b[bit/64%8] |= 1 << (bit % 64)
 }
 
 func mask7(x uint32) (m0, m1, m2, m3, m4, m5, m6, m7 uint64) {
+	xf := float64(x)
 	var bit uint32
-	bit = 0 + x%67
+	bit = 0 + (x - uint32(int32(xf*0x1.e9131abf0b768p-07))*67)
 	m0 |= 1 << (bit - 0)
 	m1 |= 1 << (bit - 64)
-	bit = 67 + x%69
+	bit = 67 + (x - uint32(int32(xf*0x1.dae6076b981dcp-07))*69)
 	m1 |= 1 << (bit - 64)
 	m2 |= 1 << (bit - 128)
-	bit = 136 + x%71
+	bit = 136 + (x - uint32(int32(xf*0x1.cd85689039b0cp-07))*71)
 	m2 |= 1 << (bit - 128)
 	m3 |= 1 << (bit - 192)
-	bit = 207 + x%73
+	bit = 207 + (x - uint32(int32(xf*0x1.c0e070381c0e1p-07))*73)
 	m3 |= 1 << (bit - 192)
 	m4 |= 1 << (bit - 256)
-	bit = 280 + x%76
+	bit = 280 + (x - uint32(int32(xf*0x1.af286bca1af29p-07))*76)
 	m4 |= 1 << (bit - 256)
 	m5 |= 1 << (bit - 320)
-	bit = 356 + x%77
+	bit = 356 + (x - uint32(int32(xf*0x1.a98ef606a63bfp-07))*77)
 	m5 |= 1 << (bit - 320)
 	m6 |= 1 << (bit - 384)
-	bit = 433 + x%79
+	bit = 433 + (x - uint32(int32(xf*0x1.9ec8e951033dap-07))*79)
 	m6 |= 1 << (bit - 384)
 	m7 |= 1 << (bit - 448)
 	return
 }
 
 func atomicAdd7(b *block, x uint32) {
-	if atomicTest7(b, x) {
-		return
-	}
 	m0, m1, m2, m3, m4, m5, m6, m7 := mask7(x)
 	orMissing(&b[0], m0)
 	orMissing(&b[1], m1)
@@ -480,100 +522,107 @@ func atomicAdd7(b *block, x uint32) {
 
 func test8(b *block, x uint32) bool {
 	present := ^uint64(0)
+	xf := float64(x)
 	var bit uint32
-	bit = 0 + x%53
-	present &= b[bit/64] >> (bit % 64)
-	bit = 53 + x%59
-	present &= b[bit/64] >> (bit % 64)
-	bit = 112 + x%61
-	present &= b[bit/64] >> (bit % 64)
-	bit = 173 + x%63
-	present &= b[bit/64] >> (bit % 64)
-	bit = 236 + x%65
-	present &= b[bit/64] >> (bit % 64)
-	bit = 301 + x%67
-	present &= b[bit/64] >> (bit % 64)
-	bit = 368 + x%71
-	present &= b[bit/64] >> (bit % 64)
-	bit = 439 + x%73
-	present &= b[bit/64] >> (bit % 64)
+	bit = 0 + (x - uint32(int32(xf*0x1.3521cfb2b78c2p-06))*53)
+	present &= b[bit/64%8] >> (bit % 64)
+	bit = 53 + (x - uint32(int32(xf*0x1.15b1e5f75270ep-06))*59)
+	present &= b[bit/64%8] >> (bit % 64)
+	bit = 112 + (x - uint32(int32(xf*0x1.0c9714fbcda3cp-06))*61)
+	present &= b[bit/64%8] >> (bit % 64)
+	bit = 173 + (x - uint32(int32(xf*0x1.0410410410411p-06))*63)
+	present &= b[bit/64%8] >> (bit % 64)
+	if present&1 == 0 {
+		return false
+	}
+	bit = 236 + (x - uint32(int32(xf*0x1.f81f81f81f821p-07))*65)
+	present &= b[bit/64%8] >> (bit % 64)
+	bit = 301 + (x - uint32(int32(xf*0x1.e9131abf0b768p-07))*67)
+	present &= b[bit/64%8] >> (bit % 64)
+	bit = 368 + (x - uint32(int32(xf*0x1.cd85689039b0cp-07))*71)
+	present &= b[bit/64%8] >> (bit % 64)
+	bit = 439 + (x - uint32(int32(xf*0x1.c0e070381c0e1p-07))*73)
+	present &= b[bit/64%8] >> (bit % 64)
 	return present&1 != 0
 }
 
 func atomicTest8(b *block, x uint32) bool {
 	present := ^uint64(0)
+	xf := float64(x)
 	var bit uint32
-	bit = 0 + x%53
-	present &= atomic.LoadUint64(&b[bit/64]) >> (bit % 64)
-	bit = 53 + x%59
-	present &= atomic.LoadUint64(&b[bit/64]) >> (bit % 64)
-	bit = 112 + x%61
-	present &= atomic.LoadUint64(&b[bit/64]) >> (bit % 64)
-	bit = 173 + x%63
-	present &= atomic.LoadUint64(&b[bit/64]) >> (bit % 64)
-	bit = 236 + x%65
-	present &= atomic.LoadUint64(&b[bit/64]) >> (bit % 64)
-	bit = 301 + x%67
-	present &= atomic.LoadUint64(&b[bit/64]) >> (bit % 64)
-	bit = 368 + x%71
-	present &= atomic.LoadUint64(&b[bit/64]) >> (bit % 64)
-	bit = 439 + x%73
-	present &= atomic.LoadUint64(&b[bit/64]) >> (bit % 64)
+	bit = 0 + (x - uint32(int32(xf*0x1.3521cfb2b78c2p-06))*53)
+	present &= atomic.LoadUint64(&b[bit/64%8]) >> (bit % 64)
+	bit = 53 + (x - uint32(int32(xf*0x1.15b1e5f75270ep-06))*59)
+	present &= atomic.LoadUint64(&b[bit/64%8]) >> (bit % 64)
+	bit = 112 + (x - uint32(int32(xf*0x1.0c9714fbcda3cp-06))*61)
+	present &= atomic.LoadUint64(&b[bit/64%8]) >> (bit % 64)
+	bit = 173 + (x - uint32(int32(xf*0x1.0410410410411p-06))*63)
+	present &= atomic.LoadUint64(&b[bit/64%8]) >> (bit % 64)
+	if present&1 == 0 {
+		return false
+	}
+	bit = 236 + (x - uint32(int32(xf*0x1.f81f81f81f821p-07))*65)
+	present &= atomic.LoadUint64(&b[bit/64%8]) >> (bit % 64)
+	bit = 301 + (x - uint32(int32(xf*0x1.e9131abf0b768p-07))*67)
+	present &= atomic.LoadUint64(&b[bit/64%8]) >> (bit % 64)
+	bit = 368 + (x - uint32(int32(xf*0x1.cd85689039b0cp-07))*71)
+	present &= atomic.LoadUint64(&b[bit/64%8]) >> (bit % 64)
+	bit = 439 + (x - uint32(int32(xf*0x1.c0e070381c0e1p-07))*73)
+	present &= atomic.LoadUint64(&b[bit/64%8]) >> (bit % 64)
 	return present&1 != 0
 }
 
 func add8(b *block, x uint32) {
+	xf := float64(x)
 	var bit uint32
-	bit = 0 + x%53
-	b[bit/64] |= 1 << (bit % 64)
-	bit = 53 + x%59
-	b[bit/64] |= 1 << (bit % 64)
-	bit = 112 + x%61
-	b[bit/64] |= 1 << (bit % 64)
-	bit = 173 + x%63
-	b[bit/64] |= 1 << (bit % 64)
-	bit = 236 + x%65
-	b[bit/64] |= 1 << (bit % 64)
-	bit = 301 + x%67
-	b[bit/64] |= 1 << (bit % 64)
-	bit = 368 + x%71
-	b[bit/64] |= 1 << (bit % 64)
-	bit = 439 + x%73
-	b[bit/64] |= 1 << (bit % 64)
+	bit = 0 + (x - uint32(int32(xf*0x1.3521cfb2b78c2p-06))*53)
+	b[bit/64%8] |= 1 << (bit % 64)
+	bit = 53 + (x - uint32(int32(xf*0x1.15b1e5f75270ep-06))*59)
+	b[bit/64%8] |= 1 << (bit % 64)
+	bit = 112 + (x - uint32(int32(xf*0x1.0c9714fbcda3cp-06))*61)
+	b[bit/64%8] |= 1 << (bit % 64)
+	bit = 173 + (x - uint32(int32(xf*0x1.0410410410411p-06))*63)
+	b[bit/64%8] |= 1 << (bit % 64)
+	bit = 236 + (x - uint32(int32(xf*0x1.f81f81f81f821p-07))*65)
+	b[bit/64%8] |= 1 << (bit % 64)
+	bit = 301 + (x - uint32(int32(xf*0x1.e9131abf0b768p-07))*67)
+	b[bit/64%8] |= 1 << (bit % 64)
+	bit = 368 + (x - uint32(int32(xf*0x1.cd85689039b0cp-07))*71)
+	b[bit/64%8] |= 1 << (bit % 64)
+	bit = 439 + (x - uint32(int32(xf*0x1.c0e070381c0e1p-07))*73)
+	b[bit/64%8] |= 1 << (bit % 64)
 }
 
 func mask8(x uint32) (m0, m1, m2, m3, m4, m5, m6, m7 uint64) {
+	xf := float64(x)
 	var bit uint32
-	bit = 0 + x%53
+	bit = 0 + (x - uint32(int32(xf*0x1.3521cfb2b78c2p-06))*53)
 	m0 |= 1 << (bit - 0)
-	bit = 53 + x%59
+	bit = 53 + (x - uint32(int32(xf*0x1.15b1e5f75270ep-06))*59)
 	m0 |= 1 << (bit - 0)
 	m1 |= 1 << (bit - 64)
-	bit = 112 + x%61
+	bit = 112 + (x - uint32(int32(xf*0x1.0c9714fbcda3cp-06))*61)
 	m1 |= 1 << (bit - 64)
 	m2 |= 1 << (bit - 128)
-	bit = 173 + x%63
+	bit = 173 + (x - uint32(int32(xf*0x1.0410410410411p-06))*63)
 	m2 |= 1 << (bit - 128)
 	m3 |= 1 << (bit - 192)
-	bit = 236 + x%65
+	bit = 236 + (x - uint32(int32(xf*0x1.f81f81f81f821p-07))*65)
 	m3 |= 1 << (bit - 192)
 	m4 |= 1 << (bit - 256)
-	bit = 301 + x%67
+	bit = 301 + (x - uint32(int32(xf*0x1.e9131abf0b768p-07))*67)
 	m4 |= 1 << (bit - 256)
 	m5 |= 1 << (bit - 320)
-	bit = 368 + x%71
+	bit = 368 + (x - uint32(int32(xf*0x1.cd85689039b0cp-07))*71)
 	m5 |= 1 << (bit - 320)
 	m6 |= 1 << (bit - 384)
-	bit = 439 + x%73
+	bit = 439 + (x - uint32(int32(xf*0x1.c0e070381c0e1p-07))*73)
 	m6 |= 1 << (bit - 384)
 	m7 |= 1 << (bit - 448)
 	return
 }
 
 func atomicAdd8(b *block, x uint32) {
-	if atomicTest8(b, x) {
-		return
-	}
 	m0, m1, m2, m3, m4, m5, m6, m7 := mask8(x)
 	orMissing(&b[0], m0)
 	orMissing(&b[1], m1)
@@ -587,107 +636,114 @@ func atomicAdd8(b *block, x uint32) {
 
 func test9(b *block, x uint32) bool {
 	present := ^uint64(0)
+	xf := float64(x)
 	var bit uint32
-	bit = 0 + x%47
-	present &= b[bit/64] >> (bit % 64)
-	bit = 47 + x%49
-	present &= b[bit/64] >> (bit % 64)
-	bit = 96 + x%53
-	present &= b[bit/64] >> (bit % 64)
-	bit = 149 + x%55
-	present &= b[bit/64] >> (bit % 64)
-	bit = 204 + x%57
-	present &= b[bit/64] >> (bit % 64)
-	bit = 261 + x%59
-	present &= b[bit/64] >> (bit % 64)
-	bit = 320 + x%61
-	present &= b[bit/64] >> (bit % 64)
-	bit = 381 + x%64
-	present &= b[bit/64] >> (bit % 64)
-	bit = 445 + x%67
-	present &= b[bit/64] >> (bit % 64)
+	bit = 0 + (x - uint32(int32(xf*0x1.5c9882b931058p-06))*47)
+	present &= b[bit/64%8] >> (bit % 64)
+	bit = 47 + (x - uint32(int32(xf*0x1.4e5e0a72f053ap-06))*49)
+	present &= b[bit/64%8] >> (bit % 64)
+	bit = 96 + (x - uint32(int32(xf*0x1.3521cfb2b78c2p-06))*53)
+	present &= b[bit/64%8] >> (bit % 64)
+	bit = 149 + (x - uint32(int32(xf*0x1.29e4129e4129fp-06))*55)
+	present &= b[bit/64%8] >> (bit % 64)
+	bit = 204 + (x - uint32(int32(xf*0x1.1f7047dc11f71p-06))*57)
+	present &= b[bit/64%8] >> (bit % 64)
+	if present&1 == 0 {
+		return false
+	}
+	bit = 261 + (x - uint32(int32(xf*0x1.15b1e5f75270ep-06))*59)
+	present &= b[bit/64%8] >> (bit % 64)
+	bit = 320 + (x - uint32(int32(xf*0x1.0c9714fbcda3cp-06))*61)
+	present &= b[bit/64%8] >> (bit % 64)
+	bit = 381 + (x - uint32(int32(xf*0x1.0000000000001p-06))*64)
+	present &= b[bit/64%8] >> (bit % 64)
+	bit = 445 + (x - uint32(int32(xf*0x1.e9131abf0b768p-07))*67)
+	present &= b[bit/64%8] >> (bit % 64)
 	return present&1 != 0
 }
 
 func atomicTest9(b *block, x uint32) bool {
 	present := ^uint64(0)
+	xf := float64(x)
 	var bit uint32
-	bit = 0 + x%47
-	present &= atomic.LoadUint64(&b[bit/64]) >> (bit % 64)
-	bit = 47 + x%49
-	present &= atomic.LoadUint64(&b[bit/64]) >> (bit % 64)
-	bit = 96 + x%53
-	present &= atomic.LoadUint64(&b[bit/64]) >> (bit % 64)
-	bit = 149 + x%55
-	present &= atomic.LoadUint64(&b[bit/64]) >> (bit % 64)
-	bit = 204 + x%57
-	present &= atomic.LoadUint64(&b[bit/64]) >> (bit % 64)
-	bit = 261 + x%59
-	present &= atomic.LoadUint64(&b[bit/64]) >> (bit % 64)
-	bit = 320 + x%61
-	present &= atomic.LoadUint64(&b[bit/64]) >> (bit % 64)
-	bit = 381 + x%64
-	present &= atomic.LoadUint64(&b[bit/64]) >> (bit % 64)
-	bit = 445 + x%67
-	present &= atomic.LoadUint64(&b[bit/64]) >> (bit % 64)
+	bit = 0 + (x - uint32(int32(xf*0x1.5c9882b931058p-06))*47)
+	present &= atomic.LoadUint64(&b[bit/64%8]) >> (bit % 64)
+	bit = 47 + (x - uint32(int32(xf*0x1.4e5e0a72f053ap-06))*49)
+	present &= atomic.LoadUint64(&b[bit/64%8]) >> (bit % 64)
+	bit = 96 + (x - uint32(int32(xf*0x1.3521cfb2b78c2p-06))*53)
+	present &= atomic.LoadUint64(&b[bit/64%8]) >> (bit % 64)
+	bit = 149 + (x - uint32(int32(xf*0x1.29e4129e4129fp-06))*55)
+	present &= atomic.LoadUint64(&b[bit/64%8]) >> (bit % 64)
+	bit = 204 + (x - uint32(int32(xf*0x1.1f7047dc11f71p-06))*57)
+	present &= atomic.LoadUint64(&b[bit/64%8]) >> (bit % 64)
+	if present&1 == 0 {
+		return false
+	}
+	bit = 261 + (x - uint32(int32(xf*0x1.15b1e5f75270ep-06))*59)
+	present &= atomic.LoadUint64(&b[bit/64%8]) >> (bit % 64)
+	bit = 320 + (x - uint32(int32(xf*0x1.0c9714fbcda3cp-06))*61)
+	present &= atomic.LoadUint64(&b[bit/64%8]) >> (bit % 64)
+	bit = 381 + (x - uint32(int32(xf*0x1.0000000000001p-06))*64)
+	present &= atomic.LoadUint64(&b[bit/64%8]) >> (bit % 64)
+	bit = 445 + (x - uint32(int32(xf*0x1.e9131abf0b768p-07))*67)
+	present &= atomic.LoadUint64(&b[bit/64%8]) >> (bit % 64)
 	return present&1 != 0
 }
 
 func add9(b *block, x uint32) {
+	xf := float64(x)
 	var bit uint32
-	bit = 0 + x%47
-	b[bit/64] |= 1 << (bit % 64)
-	bit = 47 + x%49
-	b[bit/64] |= 1 << (bit % 64)
-	bit = 96 + x%53
-	b[bit/64] |= 1 << (bit % 64)
-	bit = 149 + x%55
-	b[bit/64] |= 1 << (bit % 64)
-	bit = 204 + x%57
-	b[bit/64] |= 1 << (bit % 64)
-	bit = 261 + x%59
-	b[bit/64] |= 1 << (bit % 64)
-	bit = 320 + x%61
-	b[bit/64] |= 1 << (bit % 64)
-	bit = 381 + x%64
-	b[bit/64] |= 1 << (bit % 64)
-	bit = 445 + x%67
-	b[bit/64] |= 1 << (bit % 64)
+	bit = 0 + (x - uint32(int32(xf*0x1.5c9882b931058p-06))*47)
+	b[bit/64%8] |= 1 << (bit % 64)
+	bit = 47 + (x - uint32(int32(xf*0x1.4e5e0a72f053ap-06))*49)
+	b[bit/64%8] |= 1 << (bit % 64)
+	bit = 96 + (x - uint32(int32(xf*0x1.3521cfb2b78c2p-06))*53)
+	b[bit/64%8] |= 1 << (bit % 64)
+	bit = 149 + (x - uint32(int32(xf*0x1.29e4129e4129fp-06))*55)
+	b[bit/64%8] |= 1 << (bit % 64)
+	bit = 204 + (x - uint32(int32(xf*0x1.1f7047dc11f71p-06))*57)
+	b[bit/64%8] |= 1 << (bit % 64)
+	bit = 261 + (x - uint32(int32(xf*0x1.15b1e5f75270ep-06))*59)
+	b[bit/64%8] |= 1 << (bit % 64)
+	bit = 320 + (x - uint32(int32(xf*0x1.0c9714fbcda3cp-06))*61)
+	b[bit/64%8] |= 1 << (bit % 64)
+	bit = 381 + (x - uint32(int32(xf*0x1.0000000000001p-06))*64)
+	b[bit/64%8] |= 1 << (bit % 64)
+	bit = 445 + (x - uint32(int32(xf*0x1.e9131abf0b768p-07))*67)
+	b[bit/64%8] |= 1 << (bit % 64)
 }
 
 func mask9(x uint32) (m0, m1, m2, m3, m4, m5, m6, m7 uint64) {
+	xf := float64(x)
 	var bit uint32
-	bit = 0 + x%47
+	bit = 0 + (x - uint32(int32(xf*0x1.5c9882b931058p-06))*47)
 	m0 |= 1 << (bit - 0)
-	bit = 47 + x%49
+	bit = 47 + (x - uint32(int32(xf*0x1.4e5e0a72f053ap-06))*49)
 	m0 |= 1 << (bit - 0)
 	m1 |= 1 << (bit - 64)
-	bit = 96 + x%53
+	bit = 96 + (x - uint32(int32(xf*0x1.3521cfb2b78c2p-06))*53)
 	m1 |= 1 << (bit - 64)
 	m2 |= 1 << (bit - 128)
-	bit = 149 + x%55
+	bit = 149 + (x - uint32(int32(xf*0x1.29e4129e4129fp-06))*55)
 	m2 |= 1 << (bit - 128)
 	m3 |= 1 << (bit - 192)
-	bit = 204 + x%57
+	bit = 204 + (x - uint32(int32(xf*0x1.1f7047dc11f71p-06))*57)
 	m3 |= 1 << (bit - 192)
 	m4 |= 1 << (bit - 256)
-	bit = 261 + x%59
+	bit = 261 + (x - uint32(int32(xf*0x1.15b1e5f75270ep-06))*59)
 	m4 |= 1 << (bit - 256)
-	bit = 320 + x%61
+	bit = 320 + (x - uint32(int32(xf*0x1.0c9714fbcda3cp-06))*61)
 	m5 |= 1 << (bit - 320)
-	bit = 381 + x%64
+	bit = 381 + (x - uint32(int32(xf*0x1.0000000000001p-06))*64)
 	m5 |= 1 << (bit - 320)
 	m6 |= 1 << (bit - 384)
-	bit = 445 + x%67
+	bit = 445 + (x - uint32(int32(xf*0x1.e9131abf0b768p-07))*67)
 	m6 |= 1 << (bit - 384)
 	m7 |= 1 << (bit - 448)
 	return
 }
 
 func atomicAdd9(b *block, x uint32) {
-	if atomicTest9(b, x) {
-		return
-	}
 	m0, m1, m2, m3, m4, m5, m6, m7 := mask9(x)
 	orMissing(&b[0], m0)
 	orMissing(&b[1], m1)
@@ -701,116 +757,123 @@ func atomicAdd9(b *block, x uint32) {
 
 func test10(b *block, x uint32) bool {
 	present := ^uint64(0)
+	xf := float64(x)
 	var bit uint32
-	bit = 0 + x%37
-	present &= b[bit/64] >> (bit % 64)
-	bit = 37 + x%41
-	present &= b[bit/64] >> (bit % 64)
-	bit = 78 + x%43
-	present &= b[bit/64] >> (bit % 64)
-	bit = 121 + x%47
-	present &= b[bit/64] >> (bit % 64)
-	bit = 168 + x%49
-	present &= b[bit/64] >> (bit % 64)
-	bit = 217 + x%53
-	present &= b[bit/64] >> (bit % 64)
-	bit = 270 + x%57
-	present &= b[bit/64] >> (bit % 64)
-	bit = 327 + x%59
-	present &= b[bit/64] >> (bit % 64)
-	bit = 386 + x%61
-	present &= b[bit/64] >> (bit % 64)
-	bit = 447 + x%65
-	present &= b[bit/64] >> (bit % 64)
+	bit = 0 + (x - uint32(int32(xf*0x1.bacf914c1bad1p-06))*37)
+	present &= b[bit/64%8] >> (bit % 64)
+	bit = 37 + (x - uint32(int32(xf*0x1.8f9c18f9c18fbp-06))*41)
+	present &= b[bit/64%8] >> (bit % 64)
+	bit = 78 + (x - uint32(int32(xf*0x1.7d05f417d05f5p-06))*43)
+	present &= b[bit/64%8] >> (bit % 64)
+	bit = 121 + (x - uint32(int32(xf*0x1.5c9882b931058p-06))*47)
+	present &= b[bit/64%8] >> (bit % 64)
+	bit = 168 + (x - uint32(int32(xf*0x1.4e5e0a72f053ap-06))*49)
+	present &= b[bit/64%8] >> (bit % 64)
+	if present&1 == 0 {
+		return false
+	}
+	bit = 217 + (x - uint32(int32(xf*0x1.3521cfb2b78c2p-06))*53)
+	present &= b[bit/64%8] >> (bit % 64)
+	bit = 270 + (x - uint32(int32(xf*0x1.1f7047dc11f71p-06))*57)
+	present &= b[bit/64%8] >> (bit % 64)
+	bit = 327 + (x - uint32(int32(xf*0x1.15b1e5f75270ep-06))*59)
+	present &= b[bit/64%8] >> (bit % 64)
+	bit = 386 + (x - uint32(int32(xf*0x1.0c9714fbcda3cp-06))*61)
+	present &= b[bit/64%8] >> (bit % 64)
+	bit = 447 + (x - uint32(int32(xf*0x1.f81f81f81f821p-07))*65)
+	present &= b[bit/64%8] >> (bit % 64)
 	return present&1 != 0
 }
 
 func atomicTest10(b *block, x uint32) bool {
 	present := ^uint64(0)
+	xf := float64(x)
 	var bit uint32
-	bit = 0 + x%37
-	present &= atomic.LoadUint64(&b[bit/64]) >> (bit % 64)
-	bit = 37 + x%41
-	present &= atomic.LoadUint64(&b[bit/64]) >> (bit % 64)
-	bit = 78 + x%43
-	present &= atomic.LoadUint64(&b[bit/64]) >> (bit % 64)
-	bit = 121 + x%47
-	present &= atomic.LoadUint64(&b[bit/64]) >> (bit % 64)
-	bit = 168 + x%49
-	present &= atomic.LoadUint64(&b[bit/64]) >> (bit % 64)
-	bit = 217 + x%53
-	present &= atomic.LoadUint64(&b[bit/64]) >> (bit % 64)
-	bit = 270 + x%57
-	present &= atomic.LoadUint64(&b[bit/64]) >> (bit % 64)
-	bit = 327 + x%59
-	present &= atomic.LoadUint64(&b[bit/64]) >> (bit % 64)
-	bit = 386 + x%61
-	present &= atomic.LoadUint64(&b[bit/64]) >> (bit % 64)
-	bit = 447 + x%65
-	present &= atomic.LoadUint64(&b[bit/64]) >> (bit % 64)
+	bit = 0 + (x - uint32(int32(xf*0x1.bacf914c1bad1p-06))*37)
+	present &= atomic.LoadUint64(&b[bit/64%8]) >> (bit % 64)
+	bit = 37 + (x - uint32(int32(xf*0x1.8f9c18f9c18fbp-06))*41)
+	present &= atomic.LoadUint64(&b[bit/64%8]) >> (bit % 64)
+	bit = 78 + (x - uint32(int32(xf*0x1.7d05f417d05f5p-06))*43)
+	present &= atomic.LoadUint64(&b[bit/64%8]) >> (bit % 64)
+	bit = 121 + (x - uint32(int32(xf*0x1.5c9882b931058p-06))*47)
+	present &= atomic.LoadUint64(&b[bit/64%8]) >> (bit % 64)
+	bit = 168 + (x - uint32(int32(xf*0x1.4e5e0a72f053ap-06))*49)
+	present &= atomic.LoadUint64(&b[bit/64%8]) >> (bit % 64)
+	if present&1 == 0 {
+		return false
+	}
+	bit = 217 + (x - uint32(int32(xf*0x1.3521cfb2b78c2p-06))*53)
+	present &= atomic.LoadUint64(&b[bit/64%8]) >> (bit % 64)
+	bit = 270 + (x - uint32(int32(xf*0x1.1f7047dc11f71p-06))*57)
+	present &= atomic.LoadUint64(&b[bit/64%8]) >> (bit % 64)
+	bit = 327 + (x - uint32(int32(xf*0x1.15b1e5f75270ep-06))*59)
+	present &= atomic.LoadUint64(&b[bit/64%8]) >> (bit % 64)
+	bit = 386 + (x - uint32(int32(xf*0x1.0c9714fbcda3cp-06))*61)
+	present &= atomic.LoadUint64(&b[bit/64%8]) >> (bit % 64)
+	bit = 447 + (x - uint32(int32(xf*0x1.f81f81f81f821p-07))*65)
+	present &= atomic.LoadUint64(&b[bit/64%8]) >> (bit % 64)
 	return present&1 != 0
 }
 
 func add10(b *block, x uint32) {
+	xf := float64(x)
 	var bit uint32
-	bit = 0 + x%37
-	b[bit/64] |= 1 << (bit % 64)
-	bit = 37 + x%41
-	b[bit/64] |= 1 << (bit % 64)
-	bit = 78 + x%43
-	b[bit/64] |= 1 << (bit % 64)
-	bit = 121 + x%47
-	b[bit/64] |= 1 << (bit % 64)
-	bit = 168 + x%49
-	b[bit/64] |= 1 << (bit % 64)
-	bit = 217 + x%53
-	b[bit/64] |= 1 << (bit % 64)
-	bit = 270 + x%57
-	b[bit/64] |= 1 << (bit % 64)
-	bit = 327 + x%59
-	b[bit/64] |= 1 << (bit % 64)
-	bit = 386 + x%61
-	b[bit/64] |= 1 << (bit % 64)
-	bit = 447 + x%65
-	b[bit/64] |= 1 << (bit % 64)
+	bit = 0 + (x - uint32(int32(xf*0x1.bacf914c1bad1p-06))*37)
+	b[bit/64%8] |= 1 << (bit % 64)
+	bit = 37 + (x - uint32(int32(xf*0x1.8f9c18f9c18fbp-06))*41)
+	b[bit/64%8] |= 1 << (bit % 64)
+	bit = 78 + (x - uint32(int32(xf*0x1.7d05f417d05f5p-06))*43)
+	b[bit/64%8] |= 1 << (bit % 64)
+	bit = 121 + (x - uint32(int32(xf*0x1.5c9882b931058p-06))*47)
+	b[bit/64%8] |= 1 << (bit % 64)
+	bit = 168 + (x - uint32(int32(xf*0x1.4e5e0a72f053ap-06))*49)
+	b[bit/64%8] |= 1 << (bit % 64)
+	bit = 217 + (x - uint32(int32(xf*0x1.3521cfb2b78c2p-06))*53)
+	b[bit/64%8] |= 1 << (bit % 64)
+	bit = 270 + (x - uint32(int32(xf*0x1.1f7047dc11f71p-06))*57)
+	b[bit/64%8] |= 1 << (bit % 64)
+	bit = 327 + (x - uint32(int32(xf*0x1.15b1e5f75270ep-06))*59)
+	b[bit/64%8] |= 1 << (bit % 64)
+	bit = 386 + (x - uint32(int32(xf*0x1.0c9714fbcda3cp-06))*61)
+	b[bit/64%8] |= 1 << (bit % 64)
+	bit = 447 + (x - uint32(int32(xf*0x1.f81f81f81f821p-07))*65)
+	b[bit/64%8] |= 1 << (bit % 64)
 }
 
 func mask10(x uint32) (m0, m1, m2, m3, m4, m5, m6, m7 uint64) {
+	xf := float64(x)
 	var bit uint32
-	bit = 0 + x%37
+	bit = 0 + (x - uint32(int32(xf*0x1.bacf914c1bad1p-06))*37)
 	m0 |= 1 << (bit - 0)
-	bit = 37 + x%41
+	bit = 37 + (x - uint32(int32(xf*0x1.8f9c18f9c18fbp-06))*41)
 	m0 |= 1 << (bit - 0)
 	m1 |= 1 << (bit - 64)
-	bit = 78 + x%43
+	bit = 78 + (x - uint32(int32(xf*0x1.7d05f417d05f5p-06))*43)
 	m1 |= 1 << (bit - 64)
-	bit = 121 + x%47
+	bit = 121 + (x - uint32(int32(xf*0x1.5c9882b931058p-06))*47)
 	m1 |= 1 << (bit - 64)
 	m2 |= 1 << (bit - 128)
-	bit = 168 + x%49
+	bit = 168 + (x - uint32(int32(xf*0x1.4e5e0a72f053ap-06))*49)
 	m2 |= 1 << (bit - 128)
 	m3 |= 1 << (bit - 192)
-	bit = 217 + x%53
+	bit = 217 + (x - uint32(int32(xf*0x1.3521cfb2b78c2p-06))*53)
 	m3 |= 1 << (bit - 192)
 	m4 |= 1 << (bit - 256)
-	bit = 270 + x%57
+	bit = 270 + (x - uint32(int32(xf*0x1.1f7047dc11f71p-06))*57)
 	m4 |= 1 << (bit - 256)
 	m5 |= 1 << (bit - 320)
-	bit = 327 + x%59
+	bit = 327 + (x - uint32(int32(xf*0x1.15b1e5f75270ep-06))*59)
 	m5 |= 1 << (bit - 320)
 	m6 |= 1 << (bit - 384)
-	bit = 386 + x%61
+	bit = 386 + (x - uint32(int32(xf*0x1.0c9714fbcda3cp-06))*61)
 	m6 |= 1 << (bit - 384)
-	bit = 447 + x%65
+	bit = 447 + (x - uint32(int32(xf*0x1.f81f81f81f821p-07))*65)
 	m6 |= 1 << (bit - 384)
 	m7 |= 1 << (bit - 448)
 	return
 }
 
 func atomicAdd10(b *block, x uint32) {
-	if atomicTest10(b, x) {
-		return
-	}
 	m0, m1, m2, m3, m4, m5, m6, m7 := mask10(x)
 	orMissing(&b[0], m0)
 	orMissing(&b[1], m1)
@@ -824,124 +887,131 @@ func atomicAdd10(b *block, x uint32) {
 
 func test11(b *block, x uint32) bool {
 	present := ^uint64(0)
+	xf := float64(x)
 	var bit uint32
-	bit = 0 + x%31
-	present &= b[bit/64] >> (bit % 64)
-	bit = 31 + x%37
-	present &= b[bit/64] >> (bit % 64)
-	bit = 68 + x%41
-	present &= b[bit/64] >> (bit % 64)
-	bit = 109 + x%43
-	present &= b[bit/64] >> (bit % 64)
-	bit = 152 + x%46
-	present &= b[bit/64] >> (bit % 64)
-	bit = 198 + x%47
-	present &= b[bit/64] >> (bit % 64)
-	bit = 245 + x%49
-	present &= b[bit/64] >> (bit % 64)
-	bit = 294 + x%51
-	present &= b[bit/64] >> (bit % 64)
-	bit = 345 + x%53
-	present &= b[bit/64] >> (bit % 64)
-	bit = 398 + x%55
-	present &= b[bit/64] >> (bit % 64)
-	bit = 453 + x%59
-	present &= b[bit/64] >> (bit % 64)
+	bit = 0 + (x - uint32(int32(xf*0x1.0842108421085p-05))*31)
+	present &= b[bit/64%8] >> (bit % 64)
+	bit = 31 + (x - uint32(int32(xf*0x1.bacf914c1bad1p-06))*37)
+	present &= b[bit/64%8] >> (bit % 64)
+	bit = 68 + (x - uint32(int32(xf*0x1.8f9c18f9c18fbp-06))*41)
+	present &= b[bit/64%8] >> (bit % 64)
+	bit = 109 + (x - uint32(int32(xf*0x1.7d05f417d05f5p-06))*43)
+	present &= b[bit/64%8] >> (bit % 64)
+	bit = 152 + (x - uint32(int32(xf*0x1.642c8590b2165p-06))*46)
+	present &= b[bit/64%8] >> (bit % 64)
+	bit = 198 + (x - uint32(int32(xf*0x1.5c9882b931058p-06))*47)
+	present &= b[bit/64%8] >> (bit % 64)
+	if present&1 == 0 {
+		return false
+	}
+	bit = 245 + (x - uint32(int32(xf*0x1.4e5e0a72f053ap-06))*49)
+	present &= b[bit/64%8] >> (bit % 64)
+	bit = 294 + (x - uint32(int32(xf*0x1.4141414141415p-06))*51)
+	present &= b[bit/64%8] >> (bit % 64)
+	bit = 345 + (x - uint32(int32(xf*0x1.3521cfb2b78c2p-06))*53)
+	present &= b[bit/64%8] >> (bit % 64)
+	bit = 398 + (x - uint32(int32(xf*0x1.29e4129e4129fp-06))*55)
+	present &= b[bit/64%8] >> (bit % 64)
+	bit = 453 + (x - uint32(int32(xf*0x1.15b1e5f75270ep-06))*59)
+	present &= b[bit/64%8] >> (bit % 64)
 	return present&1 != 0
 }
 
 func atomicTest11(b *block, x uint32) bool {
 	present := ^uint64(0)
+	xf := float64(x)
 	var bit uint32
-	bit = 0 + x%31
-	present &= atomic.LoadUint64(&b[bit/64]) >> (bit % 64)
-	bit = 31 + x%37
-	present &= atomic.LoadUint64(&b[bit/64]) >> (bit % 64)
-	bit = 68 + x%41
-	present &= atomic.LoadUint64(&b[bit/64]) >> (bit % 64)
-	bit = 109 + x%43
-	present &= atomic.LoadUint64(&b[bit/64]) >> (bit % 64)
-	bit = 152 + x%46
-	present &= atomic.LoadUint64(&b[bit/64]) >> (bit % 64)
-	bit = 198 + x%47
-	present &= atomic.LoadUint64(&b[bit/64]) >> (bit % 64)
-	bit = 245 + x%49
-	present &= atomic.LoadUint64(&b[bit/64]) >> (bit % 64)
-	bit = 294 + x%51
-	present &= atomic.LoadUint64(&b[bit/64]) >> (bit % 64)
-	bit = 345 + x%53
-	present &= atomic.LoadUint64(&b[bit/64]) >> (bit % 64)
-	bit = 398 + x%55
-	present &= atomic.LoadUint64(&b[bit/64]) >> (bit % 64)
-	bit = 453 + x%59
-	present &= atomic.LoadUint64(&b[bit/64]) >> (bit % 64)
+	bit = 0 + (x - uint32(int32(xf*0x1.0842108421085p-05))*31)
+	present &= atomic.LoadUint64(&b[bit/64%8]) >> (bit % 64)
+	bit = 31 + (x - uint32(int32(xf*0x1.bacf914c1bad1p-06))*37)
+	present &= atomic.LoadUint64(&b[bit/64%8]) >> (bit % 64)
+	bit = 68 + (x - uint32(int32(xf*0x1.8f9c18f9c18fbp-06))*41)
+	present &= atomic.LoadUint64(&b[bit/64%8]) >> (bit % 64)
+	bit = 109 + (x - uint32(int32(xf*0x1.7d05f417d05f5p-06))*43)
+	present &= atomic.LoadUint64(&b[bit/64%8]) >> (bit % 64)
+	bit = 152 + (x - uint32(int32(xf*0x1.642c8590b2165p-06))*46)
+	present &= atomic.LoadUint64(&b[bit/64%8]) >> (bit % 64)
+	bit = 198 + (x - uint32(int32(xf*0x1.5c9882b931058p-06))*47)
+	present &= atomic.LoadUint64(&b[bit/64%8]) >> (bit % 64)
+	if present&1 == 0 {
+		return false
+	}
+	bit = 245 + (x - uint32(int32(xf*0x1.4e5e0a72f053ap-06))*49)
+	present &= atomic.LoadUint64(&b[bit/64%8]) >> (bit % 64)
+	bit = 294 + (x - uint32(int32(xf*0x1.4141414141415p-06))*51)
+	present &= atomic.LoadUint64(&b[bit/64%8]) >> (bit % 64)
+	bit = 345 + (x - uint32(int32(xf*0x1.3521cfb2b78c2p-06))*53)
+	present &= atomic.LoadUint64(&b[bit/64%8]) >> (bit % 64)
+	bit = 398 + (x - uint32(int32(xf*0x1.29e4129e4129fp-06))*55)
+	present &= atomic.LoadUint64(&b[bit/64%8]) >> (bit % 64)
+	bit = 453 + (x - uint32(int32(xf*0x1.15b1e5f75270ep-06))*59)
+	present &= atomic.LoadUint64(&b[bit/64%8]) >> (bit % 64)
 	return present&1 != 0
 }
 
 func add11(b *block, x uint32) {
+	xf := float64(x)
 	var bit uint32
-	bit = 0 + x%31
-	b[bit/64] |= 1 << (bit % 64)
-	bit = 31 + x%37
-	b[bit/64] |= 1 << (bit % 64)
-	bit = 68 + x%41
-	b[bit/64] |= 1 << (bit % 64)
-	bit = 109 + x%43
-	b[bit/64] |= 1 << (bit % 64)
-	bit = 152 + x%46
-	b[bit/64] |= 1 << (bit % 64)
-	bit = 198 + x%47
-	b[bit/64] |= 1 << (bit % 64)
-	bit = 245 + x%49
-	b[bit/64] |= 1 << (bit % 64)
-	bit = 294 + x%51
-	b[bit/64] |= 1 << (bit % 64)
-	bit = 345 + x%53
-	b[bit/64] |= 1 << (bit % 64)
-	bit = 398 + x%55
-	b[bit/64] |= 1 << (bit % 64)
-	bit = 453 + x%59
-	b[bit/64] |= 1 << (bit % 64)
+	bit = 0 + (x - uint32(int32(xf*0x1.0842108421085p-05))*31)
+	b[bit/64%8] |= 1 << (bit % 64)
+	bit = 31 + (x - uint32(int32(xf*0x1.bacf914c1bad1p-06))*37)
+	b[bit/64%8] |= 1 << (bit % 64)
+	bit = 68 + (x - uint32(int32(xf*0x1.8f9c18f9c18fbp-06))*41)
+	b[bit/64%8] |= 1 << (bit % 64)
+	bit = 109 + (x - uint32(int32(xf*0x1.7d05f417d05f5p-06))*43)
+	b[bit/64%8] |= 1 << (bit % 64)
+	bit = 152 + (x - uint32(int32(xf*0x1.642c8590b2165p-06))*46)
+	b[bit/64%8] |= 1 << (bit % 64)
+	bit = 198 + (x - uint32(int32(xf*0x1.5c9882b931058p-06))*47)
+	b[bit/64%8] |= 1 << (bit % 64)
+	bit = 245 + (x - uint32(int32(xf*0x1.4e5e0a72f053ap-06))*49)
+	b[bit/64%8] |= 1 << (bit % 64)
+	bit = 294 + (x - uint32(int32(xf*0x1.4141414141415p-06))*51)
+	b[bit/64%8] |= 1 << (bit % 64)
+	bit = 345 + (x - uint32(int32(xf*0x1.3521cfb2b78c2p-06))*53)
+	b[bit/64%8] |= 1 << (bit % 64)
+	bit = 398 + (x - uint32(int32(xf*0x1.29e4129e4129fp-06))*55)
+	b[bit/64%8] |= 1 << (bit % 64)
+	bit = 453 + (x - uint32(int32(xf*0x1.15b1e5f75270ep-06))*59)
+	b[bit/64%8] |= 1 << (bit % 64)
 }
 
 func mask11(x uint32) (m0, m1, m2, m3, m4, m5, m6, m7 uint64) {
+	xf := float64(x)
 	var bit uint32
-	bit = 0 + x%31
+	bit = 0 + (x - uint32(int32(xf*0x1.0842108421085p-05))*31)
 	m0 |= 1 << (bit - 0)
-	bit = 31 + x%37
+	bit = 31 + (x - uint32(int32(xf*0x1.bacf914c1bad1p-06))*37)
 	m0 |= 1 << (bit - 0)
 	m1 |= 1 << (bit - 64)
-	bit = 68 + x%41
+	bit = 68 + (x - uint32(int32(xf*0x1.8f9c18f9c18fbp-06))*41)
 	m1 |= 1 << (bit - 64)
-	bit = 109 + x%43
+	bit = 109 + (x - uint32(int32(xf*0x1.7d05f417d05f5p-06))*43)
 	m1 |= 1 << (bit - 64)
 	m2 |= 1 << (bit - 128)
-	bit = 152 + x%46
+	bit = 152 + (x - uint32(int32(xf*0x1.642c8590b2165p-06))*46)
 	m2 |= 1 << (bit - 128)
 	m3 |= 1 << (bit - 192)
-	bit = 198 + x%47
+	bit = 198 + (x - uint32(int32(xf*0x1.5c9882b931058p-06))*47)
 	m3 |= 1 << (bit - 192)
-	bit = 245 + x%49
+	bit = 245 + (x - uint32(int32(xf*0x1.4e5e0a72f053ap-06))*49)
 	m3 |= 1 << (bit - 192)
 	m4 |= 1 << (bit - 256)
-	bit = 294 + x%51
+	bit = 294 + (x - uint32(int32(xf*0x1.4141414141415p-06))*51)
 	m4 |= 1 << (bit - 256)
 	m5 |= 1 << (bit - 320)
-	bit = 345 + x%53
+	bit = 345 + (x - uint32(int32(xf*0x1.3521cfb2b78c2p-06))*53)
 	m5 |= 1 << (bit - 320)
 	m6 |= 1 << (bit - 384)
-	bit = 398 + x%55
+	bit = 398 + (x - uint32(int32(xf*0x1.29e4129e4129fp-06))*55)
 	m6 |= 1 << (bit - 384)
 	m7 |= 1 << (bit - 448)
-	bit = 453 + x%59
+	bit = 453 + (x - uint32(int32(xf*0x1.15b1e5f75270ep-06))*59)
 	m7 |= 1 << (bit - 448)
 	return
 }
 
 func atomicAdd11(b *block, x uint32) {
-	if atomicTest11(b, x) {
-		return
-	}
 	m0, m1, m2, m3, m4, m5, m6, m7 := mask11(x)
 	orMissing(&b[0], m0)
 	orMissing(&b[1], m1)
@@ -955,132 +1025,139 @@ func atomicAdd11(b *block, x uint32) {
 
 func test12(b *block, x uint32) bool {
 	present := ^uint64(0)
+	xf := float64(x)
 	var bit uint32
-	bit = 0 + x%23
-	present &= b[bit/64] >> (bit % 64)
-	bit = 23 + x%29
-	present &= b[bit/64] >> (bit % 64)
-	bit = 52 + x%31
-	present &= b[bit/64] >> (bit % 64)
-	bit = 83 + x%37
-	present &= b[bit/64] >> (bit % 64)
-	bit = 120 + x%39
-	present &= b[bit/64] >> (bit % 64)
-	bit = 159 + x%41
-	present &= b[bit/64] >> (bit % 64)
-	bit = 200 + x%43
-	present &= b[bit/64] >> (bit % 64)
-	bit = 243 + x%47
-	present &= b[bit/64] >> (bit % 64)
-	bit = 290 + x%49
-	present &= b[bit/64] >> (bit % 64)
-	bit = 339 + x%53
-	present &= b[bit/64] >> (bit % 64)
-	bit = 392 + x%59
-	present &= b[bit/64] >> (bit % 64)
-	bit = 451 + x%61
-	present &= b[bit/64] >> (bit % 64)
+	bit = 0 + (x - uint32(int32(xf*0x1.642c8590b2165p-05))*23)
+	present &= b[bit/64%8] >> (bit % 64)
+	bit = 23 + (x - uint32(int32(xf*0x1.1a7b9611a7b97p-05))*29)
+	present &= b[bit/64%8] >> (bit % 64)
+	bit = 52 + (x - uint32(int32(xf*0x1.0842108421085p-05))*31)
+	present &= b[bit/64%8] >> (bit % 64)
+	bit = 83 + (x - uint32(int32(xf*0x1.bacf914c1bad1p-06))*37)
+	present &= b[bit/64%8] >> (bit % 64)
+	bit = 120 + (x - uint32(int32(xf*0x1.a41a41a41a41bp-06))*39)
+	present &= b[bit/64%8] >> (bit % 64)
+	bit = 159 + (x - uint32(int32(xf*0x1.8f9c18f9c18fbp-06))*41)
+	present &= b[bit/64%8] >> (bit % 64)
+	if present&1 == 0 {
+		return false
+	}
+	bit = 200 + (x - uint32(int32(xf*0x1.7d05f417d05f5p-06))*43)
+	present &= b[bit/64%8] >> (bit % 64)
+	bit = 243 + (x - uint32(int32(xf*0x1.5c9882b931058p-06))*47)
+	present &= b[bit/64%8] >> (bit % 64)
+	bit = 290 + (x - uint32(int32(xf*0x1.4e5e0a72f053ap-06))*49)
+	present &= b[bit/64%8] >> (bit % 64)
+	bit = 339 + (x - uint32(int32(xf*0x1.3521cfb2b78c2p-06))*53)
+	present &= b[bit/64%8] >> (bit % 64)
+	bit = 392 + (x - uint32(int32(xf*0x1.15b1e5f75270ep-06))*59)
+	present &= b[bit/64%8] >> (bit % 64)
+	bit = 451 + (x - uint32(int32(xf*0x1.0c9714fbcda3cp-06))*61)
+	present &= b[bit/64%8] >> (bit % 64)
 	return present&1 != 0
 }
 
 func atomicTest12(b *block, x uint32) bool {
 	present := ^uint64(0)
+	xf := float64(x)
 	var bit uint32
-	bit = 0 + x%23
-	present &= atomic.LoadUint64(&b[bit/64]) >> (bit % 64)
-	bit = 23 + x%29
-	present &= atomic.LoadUint64(&b[bit/64]) >> (bit % 64)
-	bit = 52 + x%31
-	present &= atomic.LoadUint64(&b[bit/64]) >> (bit % 64)
-	bit = 83 + x%37
-	present &= atomic.LoadUint64(&b[bit/64]) >> (bit % 64)
-	bit = 120 + x%39
-	present &= atomic.LoadUint64(&b[bit/64]) >> (bit % 64)
-	bit = 159 + x%41
-	present &= atomic.LoadUint64(&b[bit/64]) >> (bit % 64)
-	bit = 200 + x%43
-	present &= atomic.LoadUint64(&b[bit/64]) >> (bit % 64)
-	bit = 243 + x%47
-	present &= atomic.LoadUint64(&b[bit/64]) >> (bit % 64)
-	bit = 290 + x%49
-	present &= atomic.LoadUint64(&b[bit/64]) >> (bit % 64)
-	bit = 339 + x%53
-	present &= atomic.LoadUint64(&b[bit/64]) >> (bit % 64)
-	bit = 392 + x%59
-	present &= atomic.LoadUint64(&b[bit/64]) >> (bit % 64)
-	bit = 451 + x%61
-	present &= atomic.LoadUint64(&b[bit/64]) >> (bit % 64)
+	bit = 0 + (x - uint32(int32(xf*0x1.642c8590b2165p-05))*23)
+	present &= atomic.LoadUint64(&b[bit/64%8]) >> (bit % 64)
+	bit = 23 + (x - uint32(int32(xf*0x1.1a7b9611a7b97p-05))*29)
+	present &= atomic.LoadUint64(&b[bit/64%8]) >> (bit % 64)
+	bit = 52 + (x - uint32(int32(xf*0x1.0842108421085p-05))*31)
+	present &= atomic.LoadUint64(&b[bit/64%8]) >> (bit % 64)
+	bit = 83 + (x - uint32(int32(xf*0x1.bacf914c1bad1p-06))*37)
+	present &= atomic.LoadUint64(&b[bit/64%8]) >> (bit % 64)
+	bit = 120 + (x - uint32(int32(xf*0x1.a41a41a41a41bp-06))*39)
+	present &= atomic.LoadUint64(&b[bit/64%8]) >> (bit % 64)
+	bit = 159 + (x - uint32(int32(xf*0x1.8f9c18f9c18fbp-06))*41)
+	present &= atomic.LoadUint64(&b[bit/64%8]) >> (bit % 64)
+	if present&1 == 0 {
+		return false
+	}
+	bit = 200 + (x - uint32(int32(xf*0x1.7d05f417d05f5p-06))*43)
+	present &= atomic.LoadUint64(&b[bit/64%8]) >> (bit % 64)
+	bit = 243 + (x - uint32(int32(xf*0x1.5c9882b931058p-06))*47)
+	present &= atomic.LoadUint64(&b[bit/64%8]) >> (bit % 64)
+	bit = 290 + (x - uint32(int32(xf*0x1.4e5e0a72f053ap-06))*49)
+	present &= atomic.LoadUint64(&b[bit/64%8]) >> (bit % 64)
+	bit = 339 + (x - uint32(int32(xf*0x1.3521cfb2b78c2p-06))*53)
+	present &= atomic.LoadUint64(&b[bit/64%8]) >> (bit % 64)
+	bit = 392 + (x - uint32(int32(xf*0x1.15b1e5f75270ep-06))*59)
+	present &= atomic.LoadUint64(&b[bit/64%8]) >> (bit % 64)
+	bit = 451 + (x - uint32(int32(xf*0x1.0c9714fbcda3cp-06))*61)
+	present &= atomic.LoadUint64(&b[bit/64%8]) >> (bit % 64)
 	return present&1 != 0
 }
 
 func add12(b *block, x uint32) {
+	xf := float64(x)
 	var bit uint32
-	bit = 0 + x%23
-	b[bit/64] |= 1 << (bit % 64)
-	bit = 23 + x%29
-	b[bit/64] |= 1 << (bit % 64)
-	bit = 52 + x%31
-	b[bit/64] |= 1 << (bit % 64)
-	bit = 83 + x%37
-	b[bit/64] |= 1 << (bit % 64)
-	bit = 120 + x%39
-	b[bit/64] |= 1 << (bit % 64)
-	bit = 159 + x%41
-	b[bit/64] |= 1 << (bit % 64)
-	bit = 200 + x%43
-	b[bit/64] |= 1 << (bit % 64)
-	bit = 243 + x%47
-	b[bit/64] |= 1 << (bit % 64)
-	bit = 290 + x%49
-	b[bit/64] |= 1 << (bit % 64)
-	bit = 339 + x%53
-	b[bit/64] |= 1 << (bit % 64)
-	bit = 392 + x%59
-	b[bit/64] |= 1 << (bit % 64)
-	bit = 451 + x%61
-	b[bit/64] |= 1 << (bit % 64)
+	bit = 0 + (x - uint32(int32(xf*0x1.642c8590b2165p-05))*23)
+	b[bit/64%8] |= 1 << (bit % 64)
+	bit = 23 + (x - uint32(int32(xf*0x1.1a7b9611a7b97p-05))*29)
+	b[bit/64%8] |= 1 << (bit % 64)
+	bit = 52 + (x - uint32(int32(xf*0x1.0842108421085p-05))*31)
+	b[bit/64%8] |= 1 << (bit % 64)
+	bit = 83 + (x - uint32(int32(xf*0x1.bacf914c1bad1p-06))*37)
+	b[bit/64%8] |= 1 << (bit % 64)
+	bit = 120 + (x - uint32(int32(xf*0x1.a41a41a41a41bp-06))*39)
+	b[bit/64%8] |= 1 << (bit % 64)
+	bit = 159 + (x - uint32(int32(xf*0x1.8f9c18f9c18fbp-06))*41)
+	b[bit/64%8] |= 1 << (bit % 64)
+	bit = 200 + (x - uint32(int32(xf*0x1.7d05f417d05f5p-06))*43)
+	b[bit/64%8] |= 1 << (bit % 64)
+	bit = 243 + (x - uint32(int32(xf*0x1.5c9882b931058p-06))*47)
+	b[bit/64%8] |= 1 << (bit % 64)
+	bit = 290 + (x - uint32(int32(xf*0x1.4e5e0a72f053ap-06))*49)
+	b[bit/64%8] |= 1 << (bit % 64)
+	bit = 339 + (x - uint32(int32(xf*0x1.3521cfb2b78c2p-06))*53)
+	b[bit/64%8] |= 1 << (bit % 64)
+	bit = 392 + (x - uint32(int32(xf*0x1.15b1e5f75270ep-06))*59)
+	b[bit/64%8] |= 1 << (bit % 64)
+	bit = 451 + (x - uint32(int32(xf*0x1.0c9714fbcda3cp-06))*61)
+	b[bit/64%8] |= 1 << (bit % 64)
 }
 
 func mask12(x uint32) (m0, m1, m2, m3, m4, m5, m6, m7 uint64) {
+	xf := float64(x)
 	var bit uint32
-	bit = 0 + x%23
+	bit = 0 + (x - uint32(int32(xf*0x1.642c8590b2165p-05))*23)
 	m0 |= 1 << (bit - 0)
-	bit = 23 + x%29
+	bit = 23 + (x - uint32(int32(xf*0x1.1a7b9611a7b97p-05))*29)
 	m0 |= 1 << (bit - 0)
-	bit = 52 + x%31
+	bit = 52 + (x - uint32(int32(xf*0x1.0842108421085p-05))*31)
 	m0 |= 1 << (bit - 0)
 	m1 |= 1 << (bit - 64)
-	bit = 83 + x%37
+	bit = 83 + (x - uint32(int32(xf*0x1.bacf914c1bad1p-06))*37)
 	m1 |= 1 << (bit - 64)
-	bit = 120 + x%39
+	bit = 120 + (x - uint32(int32(xf*0x1.a41a41a41a41bp-06))*39)
 	m1 |= 1 << (bit - 64)
 	m2 |= 1 << (bit - 128)
-	bit = 159 + x%41
+	bit = 159 + (x - uint32(int32(xf*0x1.8f9c18f9c18fbp-06))*41)
 	m2 |= 1 << (bit - 128)
 	m3 |= 1 << (bit - 192)
-	bit = 200 + x%43
+	bit = 200 + (x - uint32(int32(xf*0x1.7d05f417d05f5p-06))*43)
 	m3 |= 1 << (bit - 192)
-	bit = 243 + x%47
+	bit = 243 + (x - uint32(int32(xf*0x1.5c9882b931058p-06))*47)
 	m3 |= 1 << (bit - 192)
 	m4 |= 1 << (bit - 256)
-	bit = 290 + x%49
+	bit = 290 + (x - uint32(int32(xf*0x1.4e5e0a72f053ap-06))*49)
 	m4 |= 1 << (bit - 256)
 	m5 |= 1 << (bit - 320)
-	bit = 339 + x%53
+	bit = 339 + (x - uint32(int32(xf*0x1.3521cfb2b78c2p-06))*53)
 	m5 |= 1 << (bit - 320)
 	m6 |= 1 << (bit - 384)
-	bit = 392 + x%59
+	bit = 392 + (x - uint32(int32(xf*0x1.15b1e5f75270ep-06))*59)
 	m6 |= 1 << (bit - 384)
 	m7 |= 1 << (bit - 448)
-	bit = 451 + x%61
+	bit = 451 + (x - uint32(int32(xf*0x1.0c9714fbcda3cp-06))*61)
 	m7 |= 1 << (bit - 448)
 	return
 }
 
 func atomicAdd12(b *block, x uint32) {
-	if atomicTest12(b, x) {
-		return
-	}
 	m0, m1, m2, m3, m4, m5, m6, m7 := mask12(x)
 	orMissing(&b[0], m0)
 	orMissing(&b[1], m1)
@@ -1094,140 +1171,147 @@ func atomicAdd12(b *block, x uint32) {
 
 func test13(b *block, x uint32) bool {
 	present := ^uint64(0)
+	xf := float64(x)
 	var bit uint32
-	bit = 0 + x%23
-	present &= b[bit/64] >> (bit % 64)
-	bit = 23 + x%25
-	present &= b[bit/64] >> (bit % 64)
-	bit = 48 + x%29
-	present &= b[bit/64] >> (bit % 64)
-	bit = 77 + x%31
-	present &= b[bit/64] >> (bit % 64)
-	bit = 108 + x%34
-	present &= b[bit/64] >> (bit % 64)
-	bit = 142 + x%37
-	present &= b[bit/64] >> (bit % 64)
-	bit = 179 + x%39
-	present &= b[bit/64] >> (bit % 64)
-	bit = 218 + x%41
-	present &= b[bit/64] >> (bit % 64)
-	bit = 259 + x%43
-	present &= b[bit/64] >> (bit % 64)
-	bit = 302 + x%47
-	present &= b[bit/64] >> (bit % 64)
-	bit = 349 + x%49
-	present &= b[bit/64] >> (bit % 64)
-	bit = 398 + x%53
-	present &= b[bit/64] >> (bit % 64)
-	bit = 451 + x%61
-	present &= b[bit/64] >> (bit % 64)
+	bit = 0 + (x - uint32(int32(xf*0x1.642c8590b2165p-05))*23)
+	present &= b[bit/64%8] >> (bit % 64)
+	bit = 23 + (x - uint32(int32(xf*0x1.47ae147ae147cp-05))*25)
+	present &= b[bit/64%8] >> (bit % 64)
+	bit = 48 + (x - uint32(int32(xf*0x1.1a7b9611a7b97p-05))*29)
+	present &= b[bit/64%8] >> (bit % 64)
+	bit = 77 + (x - uint32(int32(xf*0x1.0842108421085p-05))*31)
+	present &= b[bit/64%8] >> (bit % 64)
+	bit = 108 + (x - uint32(int32(xf*0x1.e1e1e1e1e1e1fp-06))*34)
+	present &= b[bit/64%8] >> (bit % 64)
+	bit = 142 + (x - uint32(int32(xf*0x1.bacf914c1bad1p-06))*37)
+	present &= b[bit/64%8] >> (bit % 64)
+	bit = 179 + (x - uint32(int32(xf*0x1.a41a41a41a41bp-06))*39)
+	present &= b[bit/64%8] >> (bit % 64)
+	if present&1 == 0 {
+		return false
+	}
+	bit = 218 + (x - uint32(int32(xf*0x1.8f9c18f9c18fbp-06))*41)
+	present &= b[bit/64%8] >> (bit % 64)
+	bit = 259 + (x - uint32(int32(xf*0x1.7d05f417d05f5p-06))*43)
+	present &= b[bit/64%8] >> (bit % 64)
+	bit = 302 + (x - uint32(int32(xf*0x1.5c9882b931058p-06))*47)
+	present &= b[bit/64%8] >> (bit % 64)
+	bit = 349 + (x - uint32(int32(xf*0x1.4e5e0a72f053ap-06))*49)
+	present &= b[bit/64%8] >> (bit % 64)
+	bit = 398 + (x - uint32(int32(xf*0x1.3521cfb2b78c2p-06))*53)
+	present &= b[bit/64%8] >> (bit % 64)
+	bit = 451 + (x - uint32(int32(xf*0x1.0c9714fbcda3cp-06))*61)
+	present &= b[bit/64%8] >> (bit % 64)
 	return present&1 != 0
 }
 
 func atomicTest13(b *block, x uint32) bool {
 	present := ^uint64(0)
+	xf := float64(x)
 	var bit uint32
-	bit = 0 + x%23
-	present &= atomic.LoadUint64(&b[bit/64]) >> (bit % 64)
-	bit = 23 + x%25
-	present &= atomic.LoadUint64(&b[bit/64]) >> (bit % 64)
-	bit = 48 + x%29
-	present &= atomic.LoadUint64(&b[bit/64]) >> (bit % 64)
-	bit = 77 + x%31
-	present &= atomic.LoadUint64(&b[bit/64]) >> (bit % 64)
-	bit = 108 + x%34
-	present &= atomic.LoadUint64(&b[bit/64]) >> (bit % 64)
-	bit = 142 + x%37
-	present &= atomic.LoadUint64(&b[bit/64]) >> (bit % 64)
-	bit = 179 + x%39
-	present &= atomic.LoadUint64(&b[bit/64]) >> (bit % 64)
-	bit = 218 + x%41
-	present &= atomic.LoadUint64(&b[bit/64]) >> (bit % 64)
-	bit = 259 + x%43
-	present &= atomic.LoadUint64(&b[bit/64]) >> (bit % 64)
-	bit = 302 + x%47
-	present &= atomic.LoadUint64(&b[bit/64]) >> (bit % 64)
-	bit = 349 + x%49
-	present &= atomic.LoadUint64(&b[bit/64]) >> (bit % 64)
-	bit = 398 + x%53
-	present &= atomic.LoadUint64(&b[bit/64]) >> (bit % 64)
-	bit = 451 + x%61
-	present &= atomic.LoadUint64(&b[bit/64]) >> (bit % 64)
+	bit = 0 + (x - uint32(int32(xf*0x1.642c8590b2165p-05))*23)
+	present &= atomic.LoadUint64(&b[bit/64%8]) >> (bit % 64)
+	bit = 23 + (x - uint32(int32(xf*0x1.47ae147ae147cp-05))*25)
+	present &= atomic.LoadUint64(&b[bit/64%8]) >> (bit % 64)
+	bit = 48 + (x - uint32(int32(xf*0x1.1a7b9611a7b97p-05))*29)
+	present &= atomic.LoadUint64(&b[bit/64%8]) >> (bit % 64)
+	bit = 77 + (x - uint32(int32(xf*0x1.0842108421085p-05))*31)
+	present &= atomic.LoadUint64(&b[bit/64%8]) >> (bit % 64)
+	bit = 108 + (x - uint32(int32(xf*0x1.e1e1e1e1e1e1fp-06))*34)
+	present &= atomic.LoadUint64(&b[bit/64%8]) >> (bit % 64)
+	bit = 142 + (x - uint32(int32(xf*0x1.bacf914c1bad1p-06))*37)
+	present &= atomic.LoadUint64(&b[bit/64%8]) >> (bit % 64)
+	bit = 179 + (x - uint32(int32(xf*0x1.a41a41a41a41bp-06))*39)
+	present &= atomic.LoadUint64(&b[bit/64%8]) >> (bit % 64)
+	if present&1 == 0 {
+		return false
+	}
+	bit = 218 + (x - uint32(int32(xf*0x1.8f9c18f9c18fbp-06))*41)
+	present &= atomic.LoadUint64(&b[bit/64%8]) >> (bit % 64)
+	bit = 259 + (x - uint32(int32(xf*0x1.7d05f417d05f5p-06))*43)
+	present &= atomic.LoadUint64(&b[bit/64%8]) >> (bit % 64)
+	bit = 302 + (x - uint32(int32(xf*0x1.5c9882b931058p-06))*47)
+	present &= atomic.LoadUint64(&b[bit/64%8]) >> (bit % 64)
+	bit = 349 + (x - uint32(int32(xf*0x1.4e5e0a72f053ap-06))*49)
+	present &= atomic.LoadUint64(&b[bit/64%8]) >> (bit % 64)
+	bit = 398 + (x - uint32(int32(xf*0x1.3521cfb2b78c2p-06))*53)
+	present &= atomic.LoadUint64(&b[bit/64%8]) >> (bit % 64)
+	bit = 451 + (x - uint32(int32(xf*0x1.0c9714fbcda3cp-06))*61)
+	present &= atomic.LoadUint64(&b[bit/64%8]) >> (bit % 64)
 	return present&1 != 0
 }
 
 func add13(b *block, x uint32) {
+	xf := float64(x)
 	var bit uint32
-	bit = 0 + x%23
-	b[bit/64] |= 1 << (bit % 64)
-	bit = 23 + x%25
-	b[bit/64] |= 1 << (bit % 64)
-	bit = 48 + x%29
-	b[bit/64] |= 1 << (bit % 64)
-	bit = 77 + x%31
-	b[bit/64] |= 1 << (bit % 64)
-	bit = 108 + x%34
-	b[bit/64] |= 1 << (bit % 64)
-	bit = 142 + x%37
-	b[bit/64] |= 1 << (bit % 64)
-	bit = 179 + x%39
-	b[bit/64] |= 1 << (bit % 64)
-	bit = 218 + x%41
-	b[bit/64] |= 1 << (bit % 64)
-	bit = 259 + x%43
-	b[bit/64] |= 1 << (bit % 64)
-	bit = 302 + x%47
-	b[bit/64] |= 1 << (bit % 64)
-	bit = 349 + x%49
-	b[bit/64] |= 1 << (bit % 64)
-	bit = 398 + x%53
-	b[bit/64] |= 1 << (bit % 64)
-	bit = 451 + x%61
-	b[bit/64] |= 1 << (bit % 64)
+	bit = 0 + (x - uint32(int32(xf*0x1.642c8590b2165p-05))*23)
+	b[bit/64%8] |= 1 << (bit % 64)
+	bit = 23 + (x - uint32(int32(xf*0x1.47ae147ae147cp-05))*25)
+	b[bit/64%8] |= 1 << (bit % 64)
+	bit = 48 + (x - uint32(int32(xf*0x1.1a7b9611a7b97p-05))*29)
+	b[bit/64%8] |= 1 << (bit % 64)
+	bit = 77 + (x - uint32(int32(xf*0x1.0842108421085p-05))*31)
+	b[bit/64%8] |= 1 << (bit % 64)
+	bit = 108 + (x - uint32(int32(xf*0x1.e1e1e1e1e1e1fp-06))*34)
+	b[bit/64%8] |= 1 << (bit % 64)
+	bit = 142 + (x - uint32(int32(xf*0x1.bacf914c1bad1p-06))*37)
+	b[bit/64%8] |= 1 << (bit % 64)
+	bit = 179 + (x - uint32(int32(xf*0x1.a41a41a41a41bp-06))*39)
+	b[bit/64%8] |= 1 << (bit % 64)
+	bit = 218 + (x - uint32(int32(xf*0x1.8f9c18f9c18fbp-06))*41)
+	b[bit/64%8] |= 1 << (bit % 64)
+	bit = 259 + (x - uint32(int32(xf*0x1.7d05f417d05f5p-06))*43)
+	b[bit/64%8] |= 1 << (bit % 64)
+	bit = 302 + (x - uint32(int32(xf*0x1.5c9882b931058p-06))*47)
+	b[bit/64%8] |= 1 << (bit % 64)
+	bit = 349 + (x - uint32(int32(xf*0x1.4e5e0a72f053ap-06))*49)
+	b[bit/64%8] |= 1 << (bit % 64)
+	bit = 398 + (x - uint32(int32(xf*0x1.3521cfb2b78c2p-06))*53)
+	b[bit/64%8] |= 1 << (bit % 64)
+	bit = 451 + (x - uint32(int32(xf*0x1.0c9714fbcda3cp-06))*61)
+	b[bit/64%8] |= 1 << (bit % 64)
 }
 
 func mask13(x uint32) (m0, m1, m2, m3, m4, m5, m6, m7 uint64) {
+	xf := float64(x)
 	var bit uint32
-	bit = 0 + x%23
+	bit = 0 + (x - uint32(int32(xf*0x1.642c8590b2165p-05))*23)
 	m0 |= 1 << (bit - 0)
-	bit = 23 + x%25
+	bit = 23 + (x - uint32(int32(xf*0x1.47ae147ae147cp-05))*25)
 	m0 |= 1 << (bit - 0)
-	bit = 48 + x%29
+	bit = 48 + (x - uint32(int32(xf*0x1.1a7b9611a7b97p-05))*29)
 	m0 |= 1 << (bit - 0)
 	m1 |= 1 << (bit - 64)
-	bit = 77 + x%31
+	bit = 77 + (x - uint32(int32(xf*0x1.0842108421085p-05))*31)
 	m1 |= 1 << (bit - 64)
-	bit = 108 + x%34
+	bit = 108 + (x - uint32(int32(xf*0x1.e1e1e1e1e1e1fp-06))*34)
 	m1 |= 1 << (bit - 64)
 	m2 |= 1 << (bit - 128)
-	bit = 142 + x%37
+	bit = 142 + (x - uint32(int32(xf*0x1.bacf914c1bad1p-06))*37)
 	m2 |= 1 << (bit - 128)
-	bit = 179 + x%39
+	bit = 179 + (x - uint32(int32(xf*0x1.a41a41a41a41bp-06))*39)
 	m2 |= 1 << (bit - 128)
 	m3 |= 1 << (bit - 192)
-	bit = 218 + x%41
+	bit = 218 + (x - uint32(int32(xf*0x1.8f9c18f9c18fbp-06))*41)
 	m3 |= 1 << (bit - 192)
 	m4 |= 1 << (bit - 256)
-	bit = 259 + x%43
+	bit = 259 + (x - uint32(int32(xf*0x1.7d05f417d05f5p-06))*43)
 	m4 |= 1 << (bit - 256)
-	bit = 302 + x%47
+	bit = 302 + (x - uint32(int32(xf*0x1.5c9882b931058p-06))*47)
 	m4 |= 1 << (bit - 256)
 	m5 |= 1 << (bit - 320)
-	bit = 349 + x%49
+	bit = 349 + (x - uint32(int32(xf*0x1.4e5e0a72f053ap-06))*49)
 	m5 |= 1 << (bit - 320)
 	m6 |= 1 << (bit - 384)
-	bit = 398 + x%53
+	bit = 398 + (x - uint32(int32(xf*0x1.3521cfb2b78c2p-06))*53)
 	m6 |= 1 << (bit - 384)
 	m7 |= 1 << (bit - 448)
-	bit = 451 + x%61
+	bit = 451 + (x - uint32(int32(xf*0x1.0c9714fbcda3cp-06))*61)
 	m7 |= 1 << (bit - 448)
 	return
 }
 
 func atomicAdd13(b *block, x uint32) {
-	if atomicTest13(b, x) {
-		return
-	}
 	m0, m1, m2, m3, m4, m5, m6, m7 := mask13(x)
 	orMissing(&b[0], m0)
 	orMissing(&b[1], m1)
@@ -1241,148 +1325,155 @@ func atomicAdd13(b *block, x uint32) {
 
 func test14(b *block, x uint32) bool {
 	present := ^uint64(0)
+	xf := float64(x)
 	var bit uint32
-	bit = 0 + x%17
-	present &= b[bit/64] >> (bit % 64)
-	bit = 17 + x%19
-	present &= b[bit/64] >> (bit % 64)
-	bit = 36 + x%23
-	present &= b[bit/64] >> (bit % 64)
-	bit = 59 + x%25
-	present &= b[bit/64] >> (bit % 64)
-	bit = 84 + x%29
-	present &= b[bit/64] >> (bit % 64)
-	bit = 113 + x%31
-	present &= b[bit/64] >> (bit % 64)
-	bit = 144 + x%37
-	present &= b[bit/64] >> (bit % 64)
-	bit = 181 + x%39
-	present &= b[bit/64] >> (bit % 64)
-	bit = 220 + x%41
-	present &= b[bit/64] >> (bit % 64)
-	bit = 261 + x%43
-	present &= b[bit/64] >> (bit % 64)
-	bit = 304 + x%47
-	present &= b[bit/64] >> (bit % 64)
-	bit = 351 + x%49
-	present &= b[bit/64] >> (bit % 64)
-	bit = 400 + x%53
-	present &= b[bit/64] >> (bit % 64)
-	bit = 453 + x%59
-	present &= b[bit/64] >> (bit % 64)
+	bit = 0 + (x - uint32(int32(xf*0x1.e1e1e1e1e1e1fp-05))*17)
+	present &= b[bit/64%8] >> (bit % 64)
+	bit = 17 + (x - uint32(int32(xf*0x1.af286bca1af29p-05))*19)
+	present &= b[bit/64%8] >> (bit % 64)
+	bit = 36 + (x - uint32(int32(xf*0x1.642c8590b2165p-05))*23)
+	present &= b[bit/64%8] >> (bit % 64)
+	bit = 59 + (x - uint32(int32(xf*0x1.47ae147ae147cp-05))*25)
+	present &= b[bit/64%8] >> (bit % 64)
+	bit = 84 + (x - uint32(int32(xf*0x1.1a7b9611a7b97p-05))*29)
+	present &= b[bit/64%8] >> (bit % 64)
+	bit = 113 + (x - uint32(int32(xf*0x1.0842108421085p-05))*31)
+	present &= b[bit/64%8] >> (bit % 64)
+	bit = 144 + (x - uint32(int32(xf*0x1.bacf914c1bad1p-06))*37)
+	present &= b[bit/64%8] >> (bit % 64)
+	if present&1 == 0 {
+		return false
+	}
+	bit = 181 + (x - uint32(int32(xf*0x1.a41a41a41a41bp-06))*39)
+	present &= b[bit/64%8] >> (bit % 64)
+	bit = 220 + (x - uint32(int32(xf*0x1.8f9c18f9c18fbp-06))*41)
+	present &= b[bit/64%8] >> (bit % 64)
+	bit = 261 + (x - uint32(int32(xf*0x1.7d05f417d05f5p-06))*43)
+	present &= b[bit/64%8] >> (bit % 64)
+	bit = 304 + (x - uint32(int32(xf*0x1.5c9882b931058p-06))*47)
+	present &= b[bit/64%8] >> (bit % 64)
+	bit = 351 + (x - uint32(int32(xf*0x1.4e5e0a72f053ap-06))*49)
+	present &= b[bit/64%8] >> (bit % 64)
+	bit = 400 + (x - uint32(int32(xf*0x1.3521cfb2b78c2p-06))*53)
+	present &= b[bit/64%8] >> (bit % 64)
+	bit = 453 + (x - uint32(int32(xf*0x1.15b1e5f75270ep-06))*59)
+	present &= b[bit/64%8] >> (bit % 64)
 	return present&1 != 0
 }
 
 func atomicTest14(b *block, x uint32) bool {
 	present := ^uint64(0)
+	xf := float64(x)
 	var bit uint32
-	bit = 0 + x%17
-	present &= atomic.LoadUint64(&b[bit/64]) >> (bit % 64)
-	bit = 17 + x%19
-	present &= atomic.LoadUint64(&b[bit/64]) >> (bit % 64)
-	bit = 36 + x%23
-	present &= atomic.LoadUint64(&b[bit/64]) >> (bit % 64)
-	bit = 59 + x%25
-	present &= atomic.LoadUint64(&b[bit/64]) >> (bit % 64)
-	bit = 84 + x%29
-	present &= atomic.LoadUint64(&b[bit/64]) >> (bit % 64)
-	bit = 113 + x%31
-	present &= atomic.LoadUint64(&b[bit/64]) >> (bit % 64)
-	bit = 144 + x%37
-	present &= atomic.LoadUint64(&b[bit/64]) >> (bit % 64)
-	bit = 181 + x%39
-	present &= atomic.LoadUint64(&b[bit/64]) >> (bit % 64)
-	bit = 220 + x%41
-	present &= atomic.LoadUint64(&b[bit/64]) >> (bit % 64)
-	bit = 261 + x%43
-	present &= atomic.LoadUint64(&b[bit/64]) >> (bit % 64)
-	bit = 304 + x%47
-	present &= atomic.LoadUint64(&b[bit/64]) >> (bit % 64)
-	bit = 351 + x%49
-	present &= atomic.LoadUint64(&b[bit/64]) >> (bit % 64)
-	bit = 400 + x%53
-	present &= atomic.LoadUint64(&b[bit/64]) >> (bit % 64)
-	bit = 453 + x%59
-	present &= atomic.LoadUint64(&b[bit/64]) >> (bit % 64)
+	bit = 0 + (x - uint32(int32(xf*0x1.e1e1e1e1e1e1fp-05))*17)
+	present &= atomic.LoadUint64(&b[bit/64%8]) >> (bit % 64)
+	bit = 17 + (x - uint32(int32(xf*0x1.af286bca1af29p-05))*19)
+	present &= atomic.LoadUint64(&b[bit/64%8]) >> (bit % 64)
+	bit = 36 + (x - uint32(int32(xf*0x1.642c8590b2165p-05))*23)
+	present &= atomic.LoadUint64(&b[bit/64%8]) >> (bit % 64)
+	bit = 59 + (x - uint32(int32(xf*0x1.47ae147ae147cp-05))*25)
+	present &= atomic.LoadUint64(&b[bit/64%8]) >> (bit % 64)
+	bit = 84 + (x - uint32(int32(xf*0x1.1a7b9611a7b97p-05))*29)
+	present &= atomic.LoadUint64(&b[bit/64%8]) >> (bit % 64)
+	bit = 113 + (x - uint32(int32(xf*0x1.0842108421085p-05))*31)
+	present &= atomic.LoadUint64(&b[bit/64%8]) >> (bit % 64)
+	bit = 144 + (x - uint32(int32(xf*0x1.bacf914c1bad1p-06))*37)
+	present &= atomic.LoadUint64(&b[bit/64%8]) >> (bit % 64)
+	if present&1 == 0 {
+		return false
+	}
+	bit = 181 + (x - uint32(int32(xf*0x1.a41a41a41a41bp-06))*39)
+	present &= atomic.LoadUint64(&b[bit/64%8]) >> (bit % 64)
+	bit = 220 + (x - uint32(int32(xf*0x1.8f9c18f9c18fbp-06))*41)
+	present &= atomic.LoadUint64(&b[bit/64%8]) >> (bit % 64)
+	bit = 261 + (x - uint32(int32(xf*0x1.7d05f417d05f5p-06))*43)
+	present &= atomic.LoadUint64(&b[bit/64%8]) >> (bit % 64)
+	bit = 304 + (x - uint32(int32(xf*0x1.5c9882b931058p-06))*47)
+	present &= atomic.LoadUint64(&b[bit/64%8]) >> (bit % 64)
+	bit = 351 + (x - uint32(int32(xf*0x1.4e5e0a72f053ap-06))*49)
+	present &= atomic.LoadUint64(&b[bit/64%8]) >> (bit % 64)
+	bit = 400 + (x - uint32(int32(xf*0x1.3521cfb2b78c2p-06))*53)
+	present &= atomic.LoadUint64(&b[bit/64%8]) >> (bit % 64)
+	bit = 453 + (x - uint32(int32(xf*0x1.15b1e5f75270ep-06))*59)
+	present &= atomic.LoadUint64(&b[bit/64%8]) >> (bit % 64)
 	return present&1 != 0
 }
 
 func add14(b *block, x uint32) {
+	xf := float64(x)
 	var bit uint32
-	bit = 0 + x%17
-	b[bit/64] |= 1 << (bit % 64)
-	bit = 17 + x%19
-	b[bit/64] |= 1 << (bit % 64)
-	bit = 36 + x%23
-	b[bit/64] |= 1 << (bit % 64)
-	bit = 59 + x%25
-	b[bit/64] |= 1 << (bit % 64)
-	bit = 84 + x%29
-	b[bit/64] |= 1 << (bit % 64)
-	bit = 113 + x%31
-	b[bit/64] |= 1 << (bit % 64)
-	bit = 144 + x%37
-	b[bit/64] |= 1 << (bit % 64)
-	bit = 181 + x%39
-	b[bit/64] |= 1 << (bit % 64)
-	bit = 220 + x%41
-	b[bit/64] |= 1 << (bit % 64)
-	bit = 261 + x%43
-	b[bit/64] |= 1 << (bit % 64)
-	bit = 304 + x%47
-	b[bit/64] |= 1 << (bit % 64)
-	bit = 351 + x%49
-	b[bit/64] |= 1 << (bit % 64)
-	bit = 400 + x%53
-	b[bit/64] |= 1 << (bit % 64)
-	bit = 453 + x%59
-	b[bit/64] |= 1 << (bit % 64)
+	bit = 0 + (x - uint32(int32(xf*0x1.e1e1e1e1e1e1fp-05))*17)
+	b[bit/64%8] |= 1 << (bit % 64)
+	bit = 17 + (x - uint32(int32(xf*0x1.af286bca1af29p-05))*19)
+	b[bit/64%8] |= 1 << (bit % 64)
+	bit = 36 + (x - uint32(int32(xf*0x1.642c8590b2165p-05))*23)
+	b[bit/64%8] |= 1 << (bit % 64)
+	bit = 59 + (x - uint32(int32(xf*0x1.47ae147ae147cp-05))*25)
+	b[bit/64%8] |= 1 << (bit % 64)
+	bit = 84 + (x - uint32(int32(xf*0x1.1a7b9611a7b97p-05))*29)
+	b[bit/64%8] |= 1 << (bit % 64)
+	bit = 113 + (x - uint32(int32(xf*0x1.0842108421085p-05))*31)
+	b[bit/64%8] |= 1 << (bit % 64)
+	bit = 144 + (x - uint32(int32(xf*0x1.bacf914c1bad1p-06))*37)
+	b[bit/64%8] |= 1 << (bit % 64)
+	bit = 181 + (x - uint32(int32(xf*0x1.a41a41a41a41bp-06))*39)
+	b[bit/64%8] |= 1 << (bit % 64)
+	bit = 220 + (x - uint32(int32(xf*0x1.8f9c18f9c18fbp-06))*41)
+	b[bit/64%8] |= 1 << (bit % 64)
+	bit = 261 + (x - uint32(int32(xf*0x1.7d05f417d05f5p-06))*43)
+	b[bit/64%8] |= 1 << (bit % 64)
+	bit = 304 + (x - uint32(int32(xf*0x1.5c9882b931058p-06))*47)
+	b[bit/64%8] |= 1 << (bit % 64)
+	bit = 351 + (x - uint32(int32(xf*0x1.4e5e0a72f053ap-06))*49)
+	b[bit/64%8] |= 1 << (bit % 64)
+	bit = 400 + (x - uint32(int32(xf*0x1.3521cfb2b78c2p-06))*53)
+	b[bit/64%8] |= 1 << (bit % 64)
+	bit = 453 + (x - uint32(int32(xf*0x1.15b1e5f75270ep-06))*59)
+	b[bit/64%8] |= 1 << (bit % 64)
 }
 
 func mask14(x uint32) (m0, m1, m2, m3, m4, m5, m6, m7 uint64) {
+	xf := float64(x)
 	var bit uint32
-	bit = 0 + x%17
+	bit = 0 + (x - uint32(int32(xf*0x1.e1e1e1e1e1e1fp-05))*17)
 	m0 |= 1 << (bit - 0)
-	bit = 17 + x%19
+	bit = 17 + (x - uint32(int32(xf*0x1.af286bca1af29p-05))*19)
 	m0 |= 1 << (bit - 0)
-	bit = 36 + x%23
+	bit = 36 + (x - uint32(int32(xf*0x1.642c8590b2165p-05))*23)
 	m0 |= 1 << (bit - 0)
-	bit = 59 + x%25
+	bit = 59 + (x - uint32(int32(xf*0x1.47ae147ae147cp-05))*25)
 	m0 |= 1 << (bit - 0)
 	m1 |= 1 << (bit - 64)
-	bit = 84 + x%29
+	bit = 84 + (x - uint32(int32(xf*0x1.1a7b9611a7b97p-05))*29)
 	m1 |= 1 << (bit - 64)
-	bit = 113 + x%31
+	bit = 113 + (x - uint32(int32(xf*0x1.0842108421085p-05))*31)
 	m1 |= 1 << (bit - 64)
 	m2 |= 1 << (bit - 128)
-	bit = 144 + x%37
+	bit = 144 + (x - uint32(int32(xf*0x1.bacf914c1bad1p-06))*37)
 	m2 |= 1 << (bit - 128)
-	bit = 181 + x%39
+	bit = 181 + (x - uint32(int32(xf*0x1.a41a41a41a41bp-06))*39)
 	m2 |= 1 << (bit - 128)
 	m3 |= 1 << (bit - 192)
-	bit = 220 + x%41
+	bit = 220 + (x - uint32(int32(xf*0x1.8f9c18f9c18fbp-06))*41)
 	m3 |= 1 << (bit - 192)
 	m4 |= 1 << (bit - 256)
-	bit = 261 + x%43
+	bit = 261 + (x - uint32(int32(xf*0x1.7d05f417d05f5p-06))*43)
 	m4 |= 1 << (bit - 256)
-	bit = 304 + x%47
+	bit = 304 + (x - uint32(int32(xf*0x1.5c9882b931058p-06))*47)
 	m4 |= 1 << (bit - 256)
 	m5 |= 1 << (bit - 320)
-	bit = 351 + x%49
+	bit = 351 + (x - uint32(int32(xf*0x1.4e5e0a72f053ap-06))*49)
 	m5 |= 1 << (bit - 320)
 	m6 |= 1 << (bit - 384)
-	bit = 400 + x%53
+	bit = 400 + (x - uint32(int32(xf*0x1.3521cfb2b78c2p-06))*53)
 	m6 |= 1 << (bit - 384)
 	m7 |= 1 << (bit - 448)
-	bit = 453 + x%59
+	bit = 453 + (x - uint32(int32(xf*0x1.15b1e5f75270ep-06))*59)
 	m7 |= 1 << (bit - 448)
 	return
 }
 
 func atomicAdd14(b *block, x uint32) {
-	if atomicTest14(b, x) {
-		return
-	}
 	m0, m1, m2, m3, m4, m5, m6, m7 := mask14(x)
 	orMissing(&b[0], m0)
 	orMissing(&b[1], m1)
@@ -1396,156 +1487,163 @@ func atomicAdd14(b *block, x uint32) {
 
 func test15(b *block, x uint32) bool {
 	present := ^uint64(0)
+	xf := float64(x)
 	var bit uint32
-	bit = 0 + x%13
-	present &= b[bit/64] >> (bit % 64)
-	bit = 13 + x%17
-	present &= b[bit/64] >> (bit % 64)
-	bit = 30 + x%19
-	present &= b[bit/64] >> (bit % 64)
-	bit = 49 + x%23
-	present &= b[bit/64] >> (bit % 64)
-	bit = 72 + x%29
-	present &= b[bit/64] >> (bit % 64)
-	bit = 101 + x%31
-	present &= b[bit/64] >> (bit % 64)
-	bit = 132 + x%32
-	present &= b[bit/64] >> (bit % 64)
-	bit = 164 + x%33
-	present &= b[bit/64] >> (bit % 64)
-	bit = 197 + x%35
-	present &= b[bit/64] >> (bit % 64)
-	bit = 232 + x%37
-	present &= b[bit/64] >> (bit % 64)
-	bit = 269 + x%41
-	present &= b[bit/64] >> (bit % 64)
-	bit = 310 + x%43
-	present &= b[bit/64] >> (bit % 64)
-	bit = 353 + x%47
-	present &= b[bit/64] >> (bit % 64)
-	bit = 400 + x%53
-	present &= b[bit/64] >> (bit % 64)
-	bit = 453 + x%59
-	present &= b[bit/64] >> (bit % 64)
+	bit = 0 + (x - uint32(int32(xf*0x1.3b13b13b13b15p-04))*13)
+	present &= b[bit/64%8] >> (bit % 64)
+	bit = 13 + (x - uint32(int32(xf*0x1.e1e1e1e1e1e1fp-05))*17)
+	present &= b[bit/64%8] >> (bit % 64)
+	bit = 30 + (x - uint32(int32(xf*0x1.af286bca1af29p-05))*19)
+	present &= b[bit/64%8] >> (bit % 64)
+	bit = 49 + (x - uint32(int32(xf*0x1.642c8590b2165p-05))*23)
+	present &= b[bit/64%8] >> (bit % 64)
+	bit = 72 + (x - uint32(int32(xf*0x1.1a7b9611a7b97p-05))*29)
+	present &= b[bit/64%8] >> (bit % 64)
+	bit = 101 + (x - uint32(int32(xf*0x1.0842108421085p-05))*31)
+	present &= b[bit/64%8] >> (bit % 64)
+	bit = 132 + (x - uint32(int32(xf*0x1.0000000000001p-05))*32)
+	present &= b[bit/64%8] >> (bit % 64)
+	bit = 164 + (x - uint32(int32(xf*0x1.f07c1f07c1f09p-06))*33)
+	present &= b[bit/64%8] >> (bit % 64)
+	if present&1 == 0 {
+		return false
+	}
+	bit = 197 + (x - uint32(int32(xf*0x1.d41d41d41d41ep-06))*35)
+	present &= b[bit/64%8] >> (bit % 64)
+	bit = 232 + (x - uint32(int32(xf*0x1.bacf914c1bad1p-06))*37)
+	present &= b[bit/64%8] >> (bit % 64)
+	bit = 269 + (x - uint32(int32(xf*0x1.8f9c18f9c18fbp-06))*41)
+	present &= b[bit/64%8] >> (bit % 64)
+	bit = 310 + (x - uint32(int32(xf*0x1.7d05f417d05f5p-06))*43)
+	present &= b[bit/64%8] >> (bit % 64)
+	bit = 353 + (x - uint32(int32(xf*0x1.5c9882b931058p-06))*47)
+	present &= b[bit/64%8] >> (bit % 64)
+	bit = 400 + (x - uint32(int32(xf*0x1.3521cfb2b78c2p-06))*53)
+	present &= b[bit/64%8] >> (bit % 64)
+	bit = 453 + (x - uint32(int32(xf*0x1.15b1e5f75270ep-06))*59)
+	present &= b[bit/64%8] >> (bit % 64)
 	return present&1 != 0
 }
 
 func atomicTest15(b *block, x uint32) bool {
 	present := ^uint64(0)
+	xf := float64(x)
 	var bit uint32
-	bit = 0 + x%13
-	present &= atomic.LoadUint64(&b[bit/64]) >> (bit % 64)
-	bit = 13 + x%17
-	present &= atomic.LoadUint64(&b[bit/64]) >> (bit % 64)
-	bit = 30 + x%19
-	present &= atomic.LoadUint64(&b[bit/64]) >> (bit % 64)
-	bit = 49 + x%23
-	present &= atomic.LoadUint64(&b[bit/64]) >> (bit % 64)
-	bit = 72 + x%29
-	present &= atomic.LoadUint64(&b[bit/64]) >> (bit % 64)
-	bit = 101 + x%31
-	present &= atomic.LoadUint64(&b[bit/64]) >> (bit % 64)
-	bit = 132 + x%32
-	present &= atomic.LoadUint64(&b[bit/64]) >> (bit % 64)
-	bit = 164 + x%33
-	present &= atomic.LoadUint64(&b[bit/64]) >> (bit % 64)
-	bit = 197 + x%35
-	present &= atomic.LoadUint64(&b[bit/64]) >> (bit % 64)
-	bit = 232 + x%37
-	present &= atomic.LoadUint64(&b[bit/64]) >> (bit % 64)
-	bit = 269 + x%41
-	present &= atomic.LoadUint64(&b[bit/64]) >> (bit % 64)
-	bit = 310 + x%43
-	present &= atomic.LoadUint64(&b[bit/64]) >> (bit % 64)
-	bit = 353 + x%47
-	present &= atomic.LoadUint64(&b[bit/64]) >> (bit % 64)
-	bit = 400 + x%53
-	present &= atomic.LoadUint64(&b[bit/64]) >> (bit % 64)
-	bit = 453 + x%59
-	present &= atomic.LoadUint64(&b[bit/64]) >> (bit % 64)
+	bit = 0 + (x - uint32(int32(xf*0x1.3b13b13b13b15p-04))*13)
+	present &= atomic.LoadUint64(&b[bit/64%8]) >> (bit % 64)
+	bit = 13 + (x - uint32(int32(xf*0x1.e1e1e1e1e1e1fp-05))*17)
+	present &= atomic.LoadUint64(&b[bit/64%8]) >> (bit % 64)
+	bit = 30 + (x - uint32(int32(xf*0x1.af286bca1af29p-05))*19)
+	present &= atomic.LoadUint64(&b[bit/64%8]) >> (bit % 64)
+	bit = 49 + (x - uint32(int32(xf*0x1.642c8590b2165p-05))*23)
+	present &= atomic.LoadUint64(&b[bit/64%8]) >> (bit % 64)
+	bit = 72 + (x - uint32(int32(xf*0x1.1a7b9611a7b97p-05))*29)
+	present &= atomic.LoadUint64(&b[bit/64%8]) >> (bit % 64)
+	bit = 101 + (x - uint32(int32(xf*0x1.0842108421085p-05))*31)
+	present &= atomic.LoadUint64(&b[bit/64%8]) >> (bit % 64)
+	bit = 132 + (x - uint32(int32(xf*0x1.0000000000001p-05))*32)
+	present &= atomic.LoadUint64(&b[bit/64%8]) >> (bit % 64)
+	bit = 164 + (x - uint32(int32(xf*0x1.f07c1f07c1f09p-06))*33)
+	present &= atomic.LoadUint64(&b[bit/64%8]) >> (bit % 64)
+	if present&1 == 0 {
+		return false
+	}
+	bit = 197 + (x - uint32(int32(xf*0x1.d41d41d41d41ep-06))*35)
+	present &= atomic.LoadUint64(&b[bit/64%8]) >> (bit % 64)
+	bit = 232 + (x - uint32(int32(xf*0x1.bacf914c1bad1p-06))*37)
+	present &= atomic.LoadUint64(&b[bit/64%8]) >> (bit % 64)
+	bit = 269 + (x - uint32(int32(xf*0x1.8f9c18f9c18fbp-06))*41)
+	present &= atomic.LoadUint64(&b[bit/64%8]) >> (bit % 64)
+	bit = 310 + (x - uint32(int32(xf*0x1.7d05f417d05f5p-06))*43)
+	present &= atomic.LoadUint64(&b[bit/64%8]) >> (bit % 64)
+	bit = 353 + (x - uint32(int32(xf*0x1.5c9882b931058p-06))*47)
+	present &= atomic.LoadUint64(&b[bit/64%8]) >> (bit % 64)
+	bit = 400 + (x - uint32(int32(xf*0x1.3521cfb2b78c2p-06))*53)
+	present &= atomic.LoadUint64(&b[bit/64%8]) >> (bit % 64)
+	bit = 453 + (x - uint32(int32(xf*0x1.15b1e5f75270ep-06))*59)
+	present &= atomic.LoadUint64(&b[bit/64%8]) >> (bit % 64)
 	return present&1 != 0
 }
 
 func add15(b *block, x uint32) {
+	xf := float64(x)
 	var bit uint32
-	bit = 0 + x%13
-	b[bit/64] |= 1 << (bit % 64)
-	bit = 13 + x%17
-	b[bit/64] |= 1 << (bit % 64)
-	bit = 30 + x%19
-	b[bit/64] |= 1 << (bit % 64)
-	bit = 49 + x%23
-	b[bit/64] |= 1 << (bit % 64)
-	bit = 72 + x%29
-	b[bit/64] |= 1 << (bit % 64)
-	bit = 101 + x%31
-	b[bit/64] |= 1 << (bit % 64)
-	bit = 132 + x%32
-	b[bit/64] |= 1 << (bit % 64)
-	bit = 164 + x%33
-	b[bit/64] |= 1 << (bit % 64)
-	bit = 197 + x%35
-	b[bit/64] |= 1 << (bit % 64)
-	bit = 232 + x%37
-	b[bit/64] |= 1 << (bit % 64)
-	bit = 269 + x%41
-	b[bit/64] |= 1 << (bit % 64)
-	bit = 310 + x%43
-	b[bit/64] |= 1 << (bit % 64)
-	bit = 353 + x%47
-	b[bit/64] |= 1 << (bit % 64)
-	bit = 400 + x%53
-	b[bit/64] |= 1 << (bit % 64)
-	bit = 453 + x%59
-	b[bit/64] |= 1 << (bit % 64)
+	bit = 0 + (x - uint32(int32(xf*0x1.3b13b13b13b15p-04))*13)
+	b[bit/64%8] |= 1 << (bit % 64)
+	bit = 13 + (x - uint32(int32(xf*0x1.e1e1e1e1e1e1fp-05))*17)
+	b[bit/64%8] |= 1 << (bit % 64)
+	bit = 30 + (x - uint32(int32(xf*0x1.af286bca1af29p-05))*19)
+	b[bit/64%8] |= 1 << (bit % 64)
+	bit = 49 + (x - uint32(int32(xf*0x1.642c8590b2165p-05))*23)
+	b[bit/64%8] |= 1 << (bit % 64)
+	bit = 72 + (x - uint32(int32(xf*0x1.1a7b9611a7b97p-05))*29)
+	b[bit/64%8] |= 1 << (bit % 64)
+	bit = 101 + (x - uint32(int32(xf*0x1.0842108421085p-05))*31)
+	b[bit/64%8] |= 1 << (bit % 64)
+	bit = 132 + (x - uint32(int32(xf*0x1.0000000000001p-05))*32)
+	b[bit/64%8] |= 1 << (bit % 64)
+	bit = 164 + (x - uint32(int32(xf*0x1.f07c1f07c1f09p-06))*33)
+	b[bit/64%8] |= 1 << (bit % 64)
+	bit = 197 + (x - uint32(int32(xf*0x1.d41d41d41d41ep-06))*35)
+	b[bit/64%8] |= 1 << (bit % 64)
+	bit = 232 + (x - uint32(int32(xf*0x1.bacf914c1bad1p-06))*37)
+	b[bit/64%8] |= 1 << (bit % 64)
+	bit = 269 + (x - uint32(int32(xf*0x1.8f9c18f9c18fbp-06))*41)
+	b[bit/64%8] |= 1 << (bit % 64)
+	bit = 310 + (x - uint32(int32(xf*0x1.7d05f417d05f5p-06))*43)
+	b[bit/64%8] |= 1 << (bit % 64)
+	bit = 353 + (x - uint32(int32(xf*0x1.5c9882b931058p-06))*47)
+	b[bit/64%8] |= 1 << (bit % 64)
+	bit = 400 + (x - uint32(int32(xf*0x1.3521cfb2b78c2p-06))*53)
+	b[bit/64%8] |= 1 << (bit % 64)
+	bit = 453 + (x - uint32(int32(xf*0x1.15b1e5f75270ep-06))*59)
+	b[bit/64%8] |= 1 << (bit % 64)
 }
 
 func mask15(x uint32) (m0, m1, m2, m3, m4, m5, m6, m7 uint64) {
+	xf := float64(x)
 	var bit uint32
-	bit = 0 + x%13
+	bit = 0 + (x - uint32(int32(xf*0x1.3b13b13b13b15p-04))*13)
 	m0 |= 1 << (bit - 0)
-	bit = 13 + x%17
+	bit = 13 + (x - uint32(int32(xf*0x1.e1e1e1e1e1e1fp-05))*17)
 	m0 |= 1 << (bit - 0)
-	bit = 30 + x%19
+	bit = 30 + (x - uint32(int32(xf*0x1.af286bca1af29p-05))*19)
 	m0 |= 1 << (bit - 0)
-	bit = 49 + x%23
+	bit = 49 + (x - uint32(int32(xf*0x1.642c8590b2165p-05))*23)
 	m0 |= 1 << (bit - 0)
 	m1 |= 1 << (bit - 64)
-	bit = 72 + x%29
+	bit = 72 + (x - uint32(int32(xf*0x1.1a7b9611a7b97p-05))*29)
 	m1 |= 1 << (bit - 64)
-	bit = 101 + x%31
+	bit = 101 + (x - uint32(int32(xf*0x1.0842108421085p-05))*31)
 	m1 |= 1 << (bit - 64)
 	m2 |= 1 << (bit - 128)
-	bit = 132 + x%32
+	bit = 132 + (x - uint32(int32(xf*0x1.0000000000001p-05))*32)
 	m2 |= 1 << (bit - 128)
-	bit = 164 + x%33
+	bit = 164 + (x - uint32(int32(xf*0x1.f07c1f07c1f09p-06))*33)
 	m2 |= 1 << (bit - 128)
 	m3 |= 1 << (bit - 192)
-	bit = 197 + x%35
+	bit = 197 + (x - uint32(int32(xf*0x1.d41d41d41d41ep-06))*35)
 	m3 |= 1 << (bit - 192)
-	bit = 232 + x%37
+	bit = 232 + (x - uint32(int32(xf*0x1.bacf914c1bad1p-06))*37)
 	m3 |= 1 << (bit - 192)
 	m4 |= 1 << (bit - 256)
-	bit = 269 + x%41
+	bit = 269 + (x - uint32(int32(xf*0x1.8f9c18f9c18fbp-06))*41)
 	m4 |= 1 << (bit - 256)
-	bit = 310 + x%43
+	bit = 310 + (x - uint32(int32(xf*0x1.7d05f417d05f5p-06))*43)
 	m4 |= 1 << (bit - 256)
 	m5 |= 1 << (bit - 320)
-	bit = 353 + x%47
+	bit = 353 + (x - uint32(int32(xf*0x1.5c9882b931058p-06))*47)
 	m5 |= 1 << (bit - 320)
 	m6 |= 1 << (bit - 384)
-	bit = 400 + x%53
+	bit = 400 + (x - uint32(int32(xf*0x1.3521cfb2b78c2p-06))*53)
 	m6 |= 1 << (bit - 384)
 	m7 |= 1 << (bit - 448)
-	bit = 453 + x%59
+	bit = 453 + (x - uint32(int32(xf*0x1.15b1e5f75270ep-06))*59)
 	m7 |= 1 << (bit - 448)
 	return
 }
 
 func atomicAdd15(b *block, x uint32) {
-	if atomicTest15(b, x) {
-		return
-	}
 	m0, m1, m2, m3, m4, m5, m6, m7 := mask15(x)
 	orMissing(&b[0], m0)
 	orMissing(&b[1], m1)
@@ -1559,164 +1657,171 @@ func atomicAdd15(b *block, x uint32) {
 
 func test16(b *block, x uint32) bool {
 	present := ^uint64(0)
+	xf := float64(x)
 	var bit uint32
-	bit = 0 + x%7
-	present &= b[bit/64] >> (bit % 64)
-	bit = 7 + x%9
-	present &= b[bit/64] >> (bit % 64)
-	bit = 16 + x%11
-	present &= b[bit/64] >> (bit % 64)
-	bit = 27 + x%17
-	present &= b[bit/64] >> (bit % 64)
-	bit = 44 + x%19
-	present &= b[bit/64] >> (bit % 64)
-	bit = 63 + x%23
-	present &= b[bit/64] >> (bit % 64)
-	bit = 86 + x%25
-	present &= b[bit/64] >> (bit % 64)
-	bit = 111 + x%29
-	present &= b[bit/64] >> (bit % 64)
-	bit = 140 + x%31
-	present &= b[bit/64] >> (bit % 64)
-	bit = 171 + x%37
-	present &= b[bit/64] >> (bit % 64)
-	bit = 208 + x%41
-	present &= b[bit/64] >> (bit % 64)
-	bit = 249 + x%43
-	present &= b[bit/64] >> (bit % 64)
-	bit = 292 + x%47
-	present &= b[bit/64] >> (bit % 64)
-	bit = 339 + x%53
-	present &= b[bit/64] >> (bit % 64)
-	bit = 392 + x%59
-	present &= b[bit/64] >> (bit % 64)
-	bit = 451 + x%61
-	present &= b[bit/64] >> (bit % 64)
+	bit = 0 + (x - uint32(int32(xf*0x1.2492492492493p-03))*7)
+	present &= b[bit/64%8] >> (bit % 64)
+	bit = 7 + (x - uint32(int32(xf*0x1.c71c71c71c71dp-04))*9)
+	present &= b[bit/64%8] >> (bit % 64)
+	bit = 16 + (x - uint32(int32(xf*0x1.745d1745d1747p-04))*11)
+	present &= b[bit/64%8] >> (bit % 64)
+	bit = 27 + (x - uint32(int32(xf*0x1.e1e1e1e1e1e1fp-05))*17)
+	present &= b[bit/64%8] >> (bit % 64)
+	bit = 44 + (x - uint32(int32(xf*0x1.af286bca1af29p-05))*19)
+	present &= b[bit/64%8] >> (bit % 64)
+	bit = 63 + (x - uint32(int32(xf*0x1.642c8590b2165p-05))*23)
+	present &= b[bit/64%8] >> (bit % 64)
+	bit = 86 + (x - uint32(int32(xf*0x1.47ae147ae147cp-05))*25)
+	present &= b[bit/64%8] >> (bit % 64)
+	bit = 111 + (x - uint32(int32(xf*0x1.1a7b9611a7b97p-05))*29)
+	present &= b[bit/64%8] >> (bit % 64)
+	if present&1 == 0 {
+		return false
+	}
+	bit = 140 + (x - uint32(int32(xf*0x1.0842108421085p-05))*31)
+	present &= b[bit/64%8] >> (bit % 64)
+	bit = 171 + (x - uint32(int32(xf*0x1.bacf914c1bad1p-06))*37)
+	present &= b[bit/64%8] >> (bit % 64)
+	bit = 208 + (x - uint32(int32(xf*0x1.8f9c18f9c18fbp-06))*41)
+	present &= b[bit/64%8] >> (bit % 64)
+	bit = 249 + (x - uint32(int32(xf*0x1.7d05f417d05f5p-06))*43)
+	present &= b[bit/64%8] >> (bit % 64)
+	bit = 292 + (x - uint32(int32(xf*0x1.5c9882b931058p-06))*47)
+	present &= b[bit/64%8] >> (bit % 64)
+	bit = 339 + (x - uint32(int32(xf*0x1.3521cfb2b78c2p-06))*53)
+	present &= b[bit/64%8] >> (bit % 64)
+	bit = 392 + (x - uint32(int32(xf*0x1.15b1e5f75270ep-06))*59)
+	present &= b[bit/64%8] >> (bit % 64)
+	bit = 451 + (x - uint32(int32(xf*0x1.0c9714fbcda3cp-06))*61)
+	present &= b[bit/64%8] >> (bit % 64)
 	return present&1 != 0
 }
 
 func atomicTest16(b *block, x uint32) bool {
 	present := ^uint64(0)
+	xf := float64(x)
 	var bit uint32
-	bit = 0 + x%7
-	present &= atomic.LoadUint64(&b[bit/64]) >> (bit % 64)
-	bit = 7 + x%9
-	present &= atomic.LoadUint64(&b[bit/64]) >> (bit % 64)
-	bit = 16 + x%11
-	present &= atomic.LoadUint64(&b[bit/64]) >> (bit % 64)
-	bit = 27 + x%17
-	present &= atomic.LoadUint64(&b[bit/64]) >> (bit % 64)
-	bit = 44 + x%19
-	present &= atomic.LoadUint64(&b[bit/64]) >> (bit % 64)
-	bit = 63 + x%23
-	present &= atomic.LoadUint64(&b[bit/64]) >> (bit % 64)
-	bit = 86 + x%25
-	present &= atomic.LoadUint64(&b[bit/64]) >> (bit % 64)
-	bit = 111 + x%29
-	present &= atomic.LoadUint64(&b[bit/64]) >> (bit % 64)
-	bit = 140 + x%31
-	present &= atomic.LoadUint64(&b[bit/64]) >> (bit % 64)
-	bit = 171 + x%37
-	present &= atomic.LoadUint64(&b[bit/64]) >> (bit % 64)
-	bit = 208 + x%41
-	present &= atomic.LoadUint64(&b[bit/64]) >> (bit % 64)
-	bit = 249 + x%43
-	present &= atomic.LoadUint64(&b[bit/64]) >> (bit % 64)
-	bit = 292 + x%47
-	present &= atomic.LoadUint64(&b[bit/64]) >> (bit % 64)
-	bit = 339 + x%53
-	present &= atomic.LoadUint64(&b[bit/64]) >> (bit % 64)
-	bit = 392 + x%59
-	present &= atomic.LoadUint64(&b[bit/64]) >> (bit % 64)
-	bit = 451 + x%61
-	present &= atomic.LoadUint64(&b[bit/64]) >> (bit % 64)
+	bit = 0 + (x - uint32(int32(xf*0x1.2492492492493p-03))*7)
+	present &= atomic.LoadUint64(&b[bit/64%8]) >> (bit % 64)
+	bit = 7 + (x - uint32(int32(xf*0x1.c71c71c71c71dp-04))*9)
+	present &= atomic.LoadUint64(&b[bit/64%8]) >> (bit % 64)
+	bit = 16 + (x - uint32(int32(xf*0x1.745d1745d1747p-04))*11)
+	present &= atomic.LoadUint64(&b[bit/64%8]) >> (bit % 64)
+	bit = 27 + (x - uint32(int32(xf*0x1.e1e1e1e1e1e1fp-05))*17)
+	present &= atomic.LoadUint64(&b[bit/64%8]) >> (bit % 64)
+	bit = 44 + (x - uint32(int32(xf*0x1.af286bca1af29p-05))*19)
+	present &= atomic.LoadUint64(&b[bit/64%8]) >> (bit % 64)
+	bit = 63 + (x - uint32(int32(xf*0x1.642c8590b2165p-05))*23)
+	present &= atomic.LoadUint64(&b[bit/64%8]) >> (bit % 64)
+	bit = 86 + (x - uint32(int32(xf*0x1.47ae147ae147cp-05))*25)
+	present &= atomic.LoadUint64(&b[bit/64%8]) >> (bit % 64)
+	bit = 111 + (x - uint32(int32(xf*0x1.1a7b9611a7b97p-05))*29)
+	present &= atomic.LoadUint64(&b[bit/64%8]) >> (bit % 64)
+	if present&1 == 0 {
+		return false
+	}
+	bit = 140 + (x - uint32(int32(xf*0x1.0842108421085p-05))*31)
+	present &= atomic.LoadUint64(&b[bit/64%8]) >> (bit % 64)
+	bit = 171 + (x - uint32(int32(xf*0x1.bacf914c1bad1p-06))*37)
+	present &= atomic.LoadUint64(&b[bit/64%8]) >> (bit % 64)
+	bit = 208 + (x - uint32(int32(xf*0x1.8f9c18f9c18fbp-06))*41)
+	present &= atomic.LoadUint64(&b[bit/64%8]) >> (bit % 64)
+	bit = 249 + (x - uint32(int32(xf*0x1.7d05f417d05f5p-06))*43)
+	present &= atomic.LoadUint64(&b[bit/64%8]) >> (bit % 64)
+	bit = 292 + (x - uint32(int32(xf*0x1.5c9882b931058p-06))*47)
+	present &= atomic.LoadUint64(&b[bit/64%8]) >> (bit % 64)
+	bit = 339 + (x - uint32(int32(xf*0x1.3521cfb2b78c2p-06))*53)
+	present &= atomic.LoadUint64(&b[bit/64%8]) >> (bit % 64)
+	bit = 392 + (x - uint32(int32(xf*0x1.15b1e5f75270ep-06))*59)
+	present &= atomic.LoadUint64(&b[bit/64%8]) >> (bit % 64)
+	bit = 451 + (x - uint32(int32(xf*0x1.0c9714fbcda3cp-06))*61)
+	present &= atomic.LoadUint64(&b[bit/64%8]) >> (bit % 64)
 	return present&1 != 0
 }
 
 func add16(b *block, x uint32) {
+	xf := float64(x)
 	var bit uint32
-	bit = 0 + x%7
-	b[bit/64] |= 1 << (bit % 64)
-	bit = 7 + x%9
-	b[bit/64] |= 1 << (bit % 64)
-	bit = 16 + x%11
-	b[bit/64] |= 1 << (bit % 64)
-	bit = 27 + x%17
-	b[bit/64] |= 1 << (bit % 64)
-	bit = 44 + x%19
-	b[bit/64] |= 1 << (bit % 64)
-	bit = 63 + x%23
-	b[bit/64] |= 1 << (bit % 64)
-	bit = 86 + x%25
-	b[bit/64] |= 1 << (bit % 64)
-	bit = 111 + x%29
-	b[bit/64] |= 1 << (bit % 64)
-	bit = 140 + x%31
-	b[bit/64] |= 1 << (bit % 64)
-	bit = 171 + x%37
-	b[bit/64] |= 1 << (bit % 64)
-	bit = 208 + x%41
-	b[bit/64] |= 1 << (bit % 64)
-	bit = 249 + x%43
-	b[bit/64] |= 1 << (bit % 64)
-	bit = 292 + x%47
-	b[bit/64] |= 1 << (bit % 64)
-	bit = 339 + x%53
-	b[bit/64] |= 1 << (bit % 64)
-	bit = 392 + x%59
-	b[bit/64] |= 1 << (bit % 64)
-	bit = 451 + x%61
-	b[bit/64] |= 1 << (bit % 64)
+	bit = 0 + (x - uint32(int32(xf*0x1.2492492492493p-03))*7)
+	b[bit/64%8] |= 1 << (bit % 64)
+	bit = 7 + (x - uint32(int32(xf*0x1.c71c71c71c71dp-04))*9)
+	b[bit/64%8] |= 1 << (bit % 64)
+	bit = 16 + (x - uint32(int32(xf*0x1.745d1745d1747p-04))*11)
+	b[bit/64%8] |= 1 << (bit % 64)
+	bit = 27 + (x - uint32(int32(xf*0x1.e1e1e1e1e1e1fp-05))*17)
+	b[bit/64%8] |= 1 << (bit % 64)
+	bit = 44 + (x - uint32(int32(xf*0x1.af286bca1af29p-05))*19)
+	b[bit/64%8] |= 1 << (bit % 64)
+	bit = 63 + (x - uint32(int32(xf*0x1.642c8590b2165p-05))*23)
+	b[bit/64%8] |= 1 << (bit % 64)
+	bit = 86 + (x - uint32(int32(xf*0x1.47ae147ae147cp-05))*25)
+	b[bit/64%8] |= 1 << (bit % 64)
+	bit = 111 + (x - uint32(int32(xf*0x1.1a7b9611a7b97p-05))*29)
+	b[bit/64%8] |= 1 << (bit % 64)
+	bit = 140 + (x - uint32(int32(xf*0x1.0842108421085p-05))*31)
+	b[bit/64%8] |= 1 << (bit % 64)
+	bit = 171 + (x - uint32(int32(xf*0x1.bacf914c1bad1p-06))*37)
+	b[bit/64%8] |= 1 << (bit % 64)
+	bit = 208 + (x - uint32(int32(xf*0x1.8f9c18f9c18fbp-06))*41)
+	b[bit/64%8] |= 1 << (bit % 64)
+	bit = 249 + (x - uint32(int32(xf*0x1.7d05f417d05f5p-06))*43)
+	b[bit/64%8] |= 1 << (bit % 64)
+	bit = 292 + (x - uint32(int32(xf*0x1.5c9882b931058p-06))*47)
+	b[bit/64%8] |= 1 << (bit % 64)
+	bit = 339 + (x - uint32(int32(xf*0x1.3521cfb2b78c2p-06))*53)
+	b[bit/64%8] |= 1 << (bit % 64)
+	bit = 392 + (x - uint32(int32(xf*0x1.15b1e5f75270ep-06))*59)
+	b[bit/64%8] |= 1 << (bit % 64)
+	bit = 451 + (x - uint32(int32(xf*0x1.0c9714fbcda3cp-06))*61)
+	b[bit/64%8] |= 1 << (bit % 64)
 }
 
 func mask16(x uint32) (m0, m1, m2, m3, m4, m5, m6, m7 uint64) {
+	xf := float64(x)
 	var bit uint32
-	bit = 0 + x%7
+	bit = 0 + (x - uint32(int32(xf*0x1.2492492492493p-03))*7)
 	m0 |= 1 << (bit - 0)
-	bit = 7 + x%9
+	bit = 7 + (x - uint32(int32(xf*0x1.c71c71c71c71dp-04))*9)
 	m0 |= 1 << (bit - 0)
-	bit = 16 + x%11
+	bit = 16 + (x - uint32(int32(xf*0x1.745d1745d1747p-04))*11)
 	m0 |= 1 << (bit - 0)
-	bit = 27 + x%17
+	bit = 27 + (x - uint32(int32(xf*0x1.e1e1e1e1e1e1fp-05))*17)
 	m0 |= 1 << (bit - 0)
-	bit = 44 + x%19
+	bit = 44 + (x - uint32(int32(xf*0x1.af286bca1af29p-05))*19)
 	m0 |= 1 << (bit - 0)
-	bit = 63 + x%23
+	bit = 63 + (x - uint32(int32(xf*0x1.642c8590b2165p-05))*23)
 	m0 |= 1 << (bit - 0)
 	m1 |= 1 << (bit - 64)
-	bit = 86 + x%25
+	bit = 86 + (x - uint32(int32(xf*0x1.47ae147ae147cp-05))*25)
 	m1 |= 1 << (bit - 64)
-	bit = 111 + x%29
+	bit = 111 + (x - uint32(int32(xf*0x1.1a7b9611a7b97p-05))*29)
 	m1 |= 1 << (bit - 64)
 	m2 |= 1 << (bit - 128)
-	bit = 140 + x%31
+	bit = 140 + (x - uint32(int32(xf*0x1.0842108421085p-05))*31)
 	m2 |= 1 << (bit - 128)
-	bit = 171 + x%37
+	bit = 171 + (x - uint32(int32(xf*0x1.bacf914c1bad1p-06))*37)
 	m2 |= 1 << (bit - 128)
 	m3 |= 1 << (bit - 192)
-	bit = 208 + x%41
+	bit = 208 + (x - uint32(int32(xf*0x1.8f9c18f9c18fbp-06))*41)
 	m3 |= 1 << (bit - 192)
-	bit = 249 + x%43
+	bit = 249 + (x - uint32(int32(xf*0x1.7d05f417d05f5p-06))*43)
 	m3 |= 1 << (bit - 192)
 	m4 |= 1 << (bit - 256)
-	bit = 292 + x%47
+	bit = 292 + (x - uint32(int32(xf*0x1.5c9882b931058p-06))*47)
 	m4 |= 1 << (bit - 256)
 	m5 |= 1 << (bit - 320)
-	bit = 339 + x%53
+	bit = 339 + (x - uint32(int32(xf*0x1.3521cfb2b78c2p-06))*53)
 	m5 |= 1 << (bit - 320)
 	m6 |= 1 << (bit - 384)
-	bit = 392 + x%59
+	bit = 392 + (x - uint32(int32(xf*0x1.15b1e5f75270ep-06))*59)
 	m6 |= 1 << (bit - 384)
 	m7 |= 1 << (bit - 448)
-	bit = 451 + x%61
+	bit = 451 + (x - uint32(int32(xf*0x1.0c9714fbcda3cp-06))*61)
 	m7 |= 1 << (bit - 448)
 	return
 }
 
 func atomicAdd16(b *block, x uint32) {
-	if atomicTest16(b, x) {
-		return
-	}
 	m0, m1, m2, m3, m4, m5, m6, m7 := mask16(x)
 	orMissing(&b[0], m0)
 	orMissing(&b[1], m1)

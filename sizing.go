@@ -108,6 +108,7 @@ func (c Config) geometry(table *partitionTable) (nblocks uint64, k int, seed uin
 func (l *layout) setGeometry(nblocks uint64, k int) {
 	l.nblocks, l.k, l.parts = nblocks, k, partitionsFor(k)
 	l.test, l.atomicTest, l.add, l.atomicAdd, l.mask = testFuncs[k], atomicTestFuncs[k], addFuncs[k], atomicAddFuncs[k], maskFuncs[k]
+	l.vec = newVecProbe(l.parts[:k])
 }
 
 // checkBlocks refuses block counts beyond MaxBlocks, beyond what a slice can

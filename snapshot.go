@@ -168,17 +168,17 @@ func (s *Snapshot) Verify() error {
 // Test reports whether key may be in the snapshot.
 func (s *Snapshot) Test(key []byte) bool {
 	h := xxh3.HashSeed(key, s.seed)
-	return s.test(s.blockOf(h), residue(h))
+	return s.testBits(s.blockOf(h), residue(h))
 }
 
 // TestString is Test for a string key.
 func (s *Snapshot) TestString(key string) bool {
 	h := xxh3.HashStringSeed(key, s.seed)
-	return s.test(s.blockOf(h), residue(h))
+	return s.testBits(s.blockOf(h), residue(h))
 }
 
 // TestHash tests the key whose Hash is h.
-func (s *Snapshot) TestHash(h uint64) bool { return s.test(s.blockOf(h), residue(h)) }
+func (s *Snapshot) TestHash(h uint64) bool { return s.testBits(s.blockOf(h), residue(h)) }
 
 // TestBatch tests keys as Filter.TestBatch does.
 func (s *Snapshot) TestBatch(keys [][]byte, results []bool) {

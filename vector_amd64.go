@@ -1,0 +1,119 @@
+//go:build !purego
+
+package ohbloom
+
+import "math"
+
+// The vector probe computes all k bit positions of a key at once in the
+// eight float64 lanes of an AVX-512 register, where the generated probes
+// spend a dozen scalar instructions on each partition. Residues come from
+// the same exact quotient as the generated code: x - ⌊x·inv⌋·size with inv
+// the float64 just above 1/size (see gen_probes.go), here with a fused
+// multiply-add whose operands are integers below 2^53, so exact too. The
+// block's words are picked by the lanes' word numbers with one permute.
+// TestVectorMatchesProbes holds it to the generated probes bit for bit.
+//
+// It runs on 512-bit registers only where AVX-512 costs no clock speed:
+// AMD since Zen 4 and Intel since Ice Lake. On Skylake-SP and Cascade Lake
+// heavy 512-bit arithmetic lowers the core's frequency for everything else
+// running on it, so there the generated probes stay.
+
+// vecProbe holds the constants of one partition table, lane i serving
+// partition i. Lanes past k repeat partition 0: they test and set the same
+// bit again, so no lane mask is needed.
+type vecProbe struct {
+	inv    [16]float64 // float64 just above 1/size
+	size   [16]float64
+	offset [16]float64
+	halves uint64 // 1 for k ≤ 8, else 2
+
+	// For vecAdd: candidates[j][w] is the j-th partition (lane) whose bits
+	// reach into word w of the block, for j < rounds; a word reached by
+	// fewer repeats its first. Partitions are contiguous, so a word meets
+	// at most two of them when every size exceeds 62 (k ≤ 7), and up to
+	// six with the small sizes of k = 16.
+	rounds     uint64
+	candidates [maxK][blockWords]uint64
+}
+
+// vecTest reports whether every bit of x is set in b (vector_amd64.s).
+//
+//go:noescape
+func vecTest(b *block, x uint32, p *vecProbe) bool
+
+// vecAdd sets the bits of x in b, with one 64-byte read-modify-write.
+//
+//go:noescape
+func vecAdd(b *block, x uint32, p *vecProbe)
+
+func cpuid(leaf, sub uint32) (a, b, c, d uint32)
+func xgetbv() (a, d uint32)
+
+// hasVector reports whether this CPU and OS run the vector probe well.
+var hasVector = detectVector()
+
+func detectVector() bool {
+	maxLeaf, vb, vc, vd := cpuid(0, 0)
+	amd := vb == 0x68747541 && vd == 0x69746e65 && vc == 0x444d4163   // "AuthenticAMD"
+	intel := vb == 0x756e6547 && vd == 0x49656e69 && vc == 0x6c65746e // "GenuineIntel"
+	if maxLeaf < 7 || !(amd || intel) {
+		return false
+	}
+	_, _, c1, _ := cpuid(1, 0)
+	if c1&(1<<27) == 0 { // OSXSAVE: XGETBV is there to ask
+		return false
+	}
+	// The OS must save the AVX-512 state: XMM, YMM, opmask, ZMM0-15 upper
+	// halves, ZMM16-31.
+	if xcr0, _ := xgetbv(); xcr0&0xe6 != 0xe6 {
+		return false
+	}
+	_, b7, c7, _ := cpuid(7, 0)
+	const f, dq = 1 << 16, 1 << 17
+	if b7&(f|dq) != f|dq {
+		return false
+	}
+	if intel {
+		// Ice Lake and later, the first with no 512-bit frequency
+		// penalty, are the first with VBMI2 (CPUID.7.0:ECX bit 6).
+		return c7&(1<<6) != 0
+	}
+	return true // AMD's first AVX-512 is Zen 4, which keeps its clock
+}
+
+// newVecProbe returns the vector constants of the partitions, or nil where
+// the vector probe does not run.
+func newVecProbe(parts []partition) *vecProbe {
+	if !hasVector {
+		return nil
+	}
+	p := &vecProbe{halves: 1}
+	if len(parts) > 8 {
+		p.halves = 2
+	}
+	for i := range p.inv {
+		q := parts[0]
+		if i < len(parts) {
+			q = parts[i]
+		}
+		p.inv[i] = math.Nextafter(1/float64(q.size), 1)
+		p.size[i] = float64(q.size)
+		p.offset[i] = float64(q.offset)
+	}
+	var reach [blockWords][]uint64
+	for i, q := range parts {
+		for w := q.offset / 64; w <= (q.offset+q.size-1)/64; w++ {
+			reach[w] = append(reach[w], uint64(i))
+		}
+	}
+	for w, lanes := range reach {
+		p.rounds = max(p.rounds, uint64(len(lanes)))
+		for j := range p.candidates {
+			p.candidates[j][w] = lanes[0]
+			if j < len(lanes) {
+				p.candidates[j][w] = lanes[j]
+			}
+		}
+	}
+	return p
+}

@@ -1,0 +1,142 @@
+//go:build !purego
+
+#include "textflag.h"
+
+// vecProbe field offsets (vector_amd64.go).
+#define INV 0
+#define SIZE 128
+#define OFFSET 256
+#define HALVES 384
+#define ROUNDS 392
+#define CANDIDATES 400
+
+// BITS computes, in the eight qword lanes of dst, the bit positions of x
+// (broadcast as float64 in Z1) for the lanes of the vecProbe at CX+half:
+// offset + x - trunc(x*inv)*size, exact (see vector_amd64.go): the
+// quotient truncated quietly (VRNDSCALEPD mode 11), then one fused
+// multiply-add.
+#define BITS(half, dst) \
+	VMULPD       (INV+half)(CX), Z1, Z2     \
+	VRNDSCALEPD  $11, Z2, Z2                \
+	VADDPD       (OFFSET+half)(CX), Z1, dst \
+	VFNMADD231PD (SIZE+half)(CX), Z2, dst   \
+	VCVTTPD2QQ   dst, dst
+
+// TESTHALF sets mask k to the lanes whose bit is set in the block in Z0:
+// VPERMQ fetches each lane's word (bit/64) of the block, VPSRLVQ brings the
+// bit (bit%64) down to bit 0.
+#define TESTHALF(half, k) \
+	BITS(half, Z3)                          \
+	VPSRLQ       $6, Z3, Z4                 \
+	VPERMQ       Z0, Z4, Z5                 \
+	VPANDQ.BCST  ·low6(SB), Z3, Z3          \
+	VPSRLVQ      Z3, Z5, Z5                 \
+	VPTESTMQ.BCST ·one(SB), Z5, k
+
+// func vecTest(b *block, x uint32, p *vecProbe) bool
+TEXT ·vecTest(SB), NOSPLIT|NOFRAME, $0-25
+	MOVQ b+0(FP), AX
+	MOVL x+8(FP), BX
+	MOVQ p+16(FP), CX
+	// Load the block first: on a large filter it is a cache miss, which
+	// should start before the arithmetic rather than wait for the word
+	// numbers.
+	VMOVDQU64    (AX), Z0
+	VCVTSI2SDQ   BX, X1, X1
+	VBROADCASTSD X1, Z1
+	TESTHALF(0, K1)
+	CMPQ HALVES(CX), $1
+	JEQ  test_done
+	TESTHALF(64, K2)
+	KANDB K2, K1, K1
+
+test_done:
+	KORTESTB K1, K1 // CF = all eight lanes set
+	SETCS ret+24(FP)
+	VZEROUPPER
+	RET
+
+// func vecAdd(b *block, x uint32, p *vecProbe)
+//
+// Builds the key's 512-bit mask in Z8 and ORs it into the block. Word w of
+// the mask gathers the partitions that reach into word w: for each of the
+// table's candidate rounds, VPERMI2Q picks for every word w one candidate
+// lane's bit (from Z3, lanes 0-7, and Z13, lanes 8-15), and shifting 1 by
+// bit-64w sets it there, while VPSLLVQ gives 0 for a candidate whose bit
+// lies in another word (a shift below 0, huge when unsigned, or of 64 and
+// up).
+TEXT ·vecAdd(SB), NOSPLIT|NOFRAME, $0-24
+	MOVQ b+0(FP), AX
+	MOVL x+8(FP), BX
+	MOVQ p+16(FP), CX
+	VMOVDQU64    (AX), Z0 // the miss first, as in vecTest
+	VCVTSI2SDQ   BX, X1, X1
+	VBROADCASTSD X1, Z1
+	BITS(0, Z3)
+	CMPQ HALVES(CX), $1
+	JEQ  add_mask
+	BITS(64, Z13)
+
+add_mask:
+	VMOVDQU64    ·wordStarts(SB), Z10
+	VPBROADCASTQ ·one(SB), Z11
+	VPXORQ       Z8, Z8, Z8
+	MOVQ         ROUNDS(CX), DX
+	LEAQ         CANDIDATES(CX), SI
+
+add_round:
+	VMOVDQU64 (SI), Z12
+	VPERMI2Q  Z13, Z3, Z12 // Z12[w] = bit of candidate lane Z12[w]
+	VPADDQ    Z10, Z12, Z12
+	VPSLLVQ   Z12, Z11, Z12
+	VPORQ     Z12, Z8, Z8
+	ADDQ      $64, SI
+	DECQ      DX
+	JNZ       add_round
+
+	// Store only the words the key changes, under a mask: re-adding a
+	// key writes nothing, so on a filter larger than the caches it costs
+	// no dirty cache line and no write-back to memory, as AtomicFilter
+	// skips its atomic ORs.
+	VPANDNQ   Z8, Z0, Z9 // key bits the block lacks
+	VPTESTMQ  Z9, Z9, K1
+	VPORQ     Z0, Z8, Z8
+	VMOVDQU64 Z8, K1, (AX)
+	VZEROUPPER
+	RET
+
+// func cpuid(leaf, sub uint32) (a, b, c, d uint32)
+TEXT ·cpuid(SB), NOSPLIT, $0-24
+	MOVL leaf+0(FP), AX
+	MOVL sub+4(FP), CX
+	CPUID
+	MOVL AX, a+8(FP)
+	MOVL BX, b+12(FP)
+	MOVL CX, c+16(FP)
+	MOVL DX, d+20(FP)
+	RET
+
+// func xgetbv() (a, d uint32)
+TEXT ·xgetbv(SB), NOSPLIT, $0-8
+	MOVL $0, CX
+	XGETBV
+	MOVL AX, a+0(FP)
+	MOVL DX, d+4(FP)
+	RET
+
+DATA ·one+0(SB)/8, $1
+GLOBL ·one(SB), RODATA|NOPTR, $8
+
+DATA ·low6+0(SB)/8, $63
+GLOBL ·low6(SB), RODATA|NOPTR, $8
+
+// Minus the first bit of each word: 0, -64, ..., -448.
+DATA ·wordStarts+0(SB)/8, $0
+DATA ·wordStarts+8(SB)/8, $-64
+DATA ·wordStarts+16(SB)/8, $-128
+DATA ·wordStarts+24(SB)/8, $-192
+DATA ·wordStarts+32(SB)/8, $-256
+DATA ·wordStarts+40(SB)/8, $-320
+DATA ·wordStarts+48(SB)/8, $-384
+DATA ·wordStarts+56(SB)/8, $-448
+GLOBL ·wordStarts(SB), RODATA|NOPTR, $64
