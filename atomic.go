@@ -74,13 +74,19 @@ func (f *AtomicFilter) TestString(key string) bool {
 // would otherwise pay a second call to get it.
 func (f *AtomicFilter) HashTest(key []byte) (h uint64, present bool) {
 	h = xxh3.HashSeed(key, f.seed)
-	return h, f.atomicTestBits(f.blockOf(h), residue(h))
+	if f.vec != nil {
+		return h, vecTest(f.blockOf(h), residue(h), f.vec)
+	}
+	return h, f.atomicTest(f.blockOf(h), residue(h))
 }
 
 // HashTestString is HashTest for a string key.
 func (f *AtomicFilter) HashTestString(key string) (h uint64, present bool) {
 	h = xxh3.HashStringSeed(key, f.seed)
-	return h, f.atomicTestBits(f.blockOf(h), residue(h))
+	if f.vec != nil {
+		return h, vecTest(f.blockOf(h), residue(h), f.vec)
+	}
+	return h, f.atomicTest(f.blockOf(h), residue(h))
 }
 
 // TestAndAdd adds key and reports whether it may have been present before.

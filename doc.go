@@ -22,6 +22,12 @@
 // from the exact rate of a blocked one-hash filter (see Size and
 // ExpectedFPR) and keeps its promise: at n keys the rate is at most p.
 //
+// On amd64 CPUs whose AVX-512 runs at full clock (AMD Zen 4 and later, Intel
+// Ice Lake and later) the k bits of a key are computed and tested in one
+// 512-bit register; elsewhere, and with the purego build tag, generated
+// scalar code does the same. Both set and test the same bits, so filters
+// move freely between machines.
+//
 // # Memory against false positive rate
 //
 // Filters of 10^6 keys built by New, measured on 10^7 absent random keys
@@ -58,7 +64,9 @@
 // Filters encode to a documented, checksummed, versioned format
 // (Filter.WriteTo) whose header records the hash, the seed and the
 // geometry. Save writes it to a file crash-safely; Open maps a file and
-// probes it in place, in a fraction of a millisecond whatever its size. The default seed is fixed (DefaultSeed) so that filters built by
+// probes it in place, in a fraction of a millisecond whatever its size.
+//
+// The default seed is fixed (DefaultSeed) so that filters built by
 // different processes agree and can be merged; Config.RandomSeed gives a
 // filter a secret seed where keys come from untrusted users.
 package ohbloom

@@ -22,15 +22,14 @@
 	VFNMADD231PD (SIZE+half)(CX), Z2, dst   \
 	VCVTTPD2QQ   dst, dst
 
-// TESTHALF sets mask k to the lanes whose bit is set in the block in Z0:
-// VPERMQ fetches each lane's word (bit/64) of the block, VPSRLVQ brings the
-// bit (bit%64) down to bit 0.
-#define TESTHALF(half, k) \
-	BITS(half, Z3)                          \
-	VPSRLQ       $6, Z3, Z4                 \
+// TESTBITS sets mask k to the lanes of bits whose bit is set in the block
+// in Z0: VPERMQ fetches each lane's word (bit/64) of the block, VPSRLVQ
+// brings the bit (bit%64) down to bit 0. bits is left as it was.
+#define TESTBITS(bits, k) \
+	VPSRLQ       $6, bits, Z4               \
 	VPERMQ       Z0, Z4, Z5                 \
-	VPANDQ.BCST  ·low6(SB), Z3, Z3          \
-	VPSRLVQ      Z3, Z5, Z5                 \
+	VPANDQ.BCST  ·low6(SB), bits, Z6        \
+	VPSRLVQ      Z6, Z5, Z5                 \
 	VPTESTMQ.BCST ·one(SB), Z5, k
 
 // func vecTest(b *block, x uint32, p *vecProbe) bool
@@ -44,10 +43,12 @@ TEXT ·vecTest(SB), NOSPLIT|NOFRAME, $0-25
 	VMOVDQU64    (AX), Z0
 	VCVTSI2SDQ   BX, X1, X1
 	VBROADCASTSD X1, Z1
-	TESTHALF(0, K1)
+	BITS(0, Z3)
+	TESTBITS(Z3, K1)
 	CMPQ HALVES(CX), $1
 	JEQ  test_done
-	TESTHALF(64, K2)
+	BITS(64, Z13)
+	TESTBITS(Z13, K2)
 	KANDB K2, K1, K1
 
 test_done:
@@ -58,13 +59,18 @@ test_done:
 
 // func vecAdd(b *block, x uint32, p *vecProbe)
 //
-// Builds the key's 512-bit mask in Z8 and ORs it into the block. Word w of
-// the mask gathers the partitions that reach into word w: for each of the
-// table's candidate rounds, VPERMI2Q picks for every word w one candidate
-// lane's bit (from Z3, lanes 0-7, and Z13, lanes 8-15), and shifting 1 by
-// bit-64w sets it there, while VPSLLVQ gives 0 for a candidate whose bit
-// lies in another word (a shift below 0, huge when unsigned, or of 64 and
-// up).
+// Tests the key first, as vecTest does, and returns when its bits are all
+// set: re-adding a key then costs what a Test does, writes nothing, and
+// dirties no cache line, as AtomicFilter skips its atomic ORs. The branch
+// predicts well when most adds are new, or most are not.
+//
+// Otherwise it builds the key's 512-bit mask in Z8 and ORs it into the
+// block. Word w of the mask gathers the partitions that reach into word w:
+// for each of the table's candidate rounds, VPERMI2Q picks for every word w
+// one candidate lane's bit (from Z3, lanes 0-7, and Z13, lanes 8-15), and
+// shifting 1 by bit-64w sets it there, while VPSLLVQ gives 0 for a
+// candidate whose bit lies in another word (a shift below 0, huge when
+// unsigned, or of 64 and up).
 TEXT ·vecAdd(SB), NOSPLIT|NOFRAME, $0-24
 	MOVQ b+0(FP), AX
 	MOVL x+8(FP), BX
@@ -73,11 +79,17 @@ TEXT ·vecAdd(SB), NOSPLIT|NOFRAME, $0-24
 	VCVTSI2SDQ   BX, X1, X1
 	VBROADCASTSD X1, Z1
 	BITS(0, Z3)
+	TESTBITS(Z3, K1)
 	CMPQ HALVES(CX), $1
-	JEQ  add_mask
+	JEQ  add_tested
 	BITS(64, Z13)
+	TESTBITS(Z13, K2)
+	KANDB K2, K1, K1
 
-add_mask:
+add_tested:
+	KORTESTB K1, K1
+	JCS      add_done // all set already
+
 	VMOVDQU64    ·wordStarts(SB), Z10
 	VPBROADCASTQ ·one(SB), Z11
 	VPXORQ       Z8, Z8, Z8
@@ -94,14 +106,10 @@ add_round:
 	DECQ      DX
 	JNZ       add_round
 
-	// Store only the words the key changes, under a mask: re-adding a
-	// key writes nothing, so on a filter larger than the caches it costs
-	// no dirty cache line and no write-back to memory, as AtomicFilter
-	// skips its atomic ORs.
-	VPANDNQ   Z8, Z0, Z9 // key bits the block lacks
-	VPTESTMQ  Z9, Z9, K1
 	VPORQ     Z0, Z8, Z8
-	VMOVDQU64 Z8, K1, (AX)
+	VMOVDQU64 Z8, (AX)
+
+add_done:
 	VZEROUPPER
 	RET
 
