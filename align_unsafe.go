@@ -7,7 +7,7 @@ package ohbloom
 // for one spare block and starting at the first 64-byte boundary makes the
 // alignment a guarantee instead of an accident. And viewing blocks as bytes
 // and bytes as blocks: to hand them to madvise, and to probe a mapped
-// snapshot in place.
+// snapshot in place. And a string as bytes, for TestSampledString.
 
 import "unsafe"
 
@@ -41,3 +41,6 @@ func addressOf(b []byte) uintptr { return uintptr(unsafe.Pointer(&b[0])) }
 
 // blockAddress reports where a block starts in memory, for the alignment test.
 func blockAddress(b *block) uintptr { return uintptr(unsafe.Pointer(b)) }
+
+// stringBytes views the bytes of s, for a callee that only reads them.
+func stringBytes(s string) []byte { return unsafe.Slice(unsafe.StringData(s), len(s)) }

@@ -89,6 +89,31 @@ func (f *AtomicFilter) HashTestString(key string) (h uint64, present bool) {
 	return h, f.atomicTest(f.blockOf(h), residue(h))
 }
 
+// TestSampled is Test for wrappers that count a sample of their tests: it
+// also calls sample(present) when the key's Hash XOR salt, masked by mask,
+// is zero, one call in 2^b for a mask of b bits (a salt that changes now
+// and then spreads the sample over all keys). A counting wrapper built on
+// it makes one call into the filter, as a bare Test does, and the calls
+// that are not sampled run exactly Test's code. tools/metrics uses it.
+func (f *AtomicFilter) TestSampled(key []byte, salt, mask uint64, sample func(present bool)) bool {
+	h := xxh3.HashSeed(key, f.seed)
+	if (h^salt)&mask != 0 {
+		if f.vec != nil {
+			return vecTest(f.blockOf(h), residue(h), f.vec)
+		}
+		return f.atomicTest(f.blockOf(h), residue(h))
+	}
+	present := f.atomicTestBits(f.blockOf(h), residue(h))
+	sample(present)
+	return present
+}
+
+// TestSampledString is TestSampled for a string key. It views the string's
+// bytes, which TestSampled only reads, and inlines into its caller.
+func (f *AtomicFilter) TestSampledString(key string, salt, mask uint64, sample func(present bool)) bool {
+	return f.TestSampled(stringBytes(key), salt, mask, sample)
+}
+
 // TestAndAdd adds key and reports whether it may have been present before.
 // When several goroutines add the same new key at once, at least one of them
 // gets false: of the atomic ORs that set the key's first missing bit, exactly

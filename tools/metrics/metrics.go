@@ -64,6 +64,7 @@ type Instrumented struct {
 	atomic *ohbloom.AtomicFilter // f, when it is one: static calls, no interface dispatch
 	add    Adder                 // nil for a read-only filter
 	salt   atomic.Uint64         // changes now and then; read-mostly, so cheap to load
+	sample func(present bool)    // m.countTest, made once: a method value per call would allocate
 	shards *[shards]shard
 	name   string
 
@@ -90,6 +91,7 @@ func New(name string, f Filter) *Instrumented {
 	m := &Instrumented{f: f, name: name, shards: new([shards]shard)}
 	m.add, _ = f.(Adder)
 	m.atomic, _ = f.(*ohbloom.AtomicFilter)
+	m.sample = m.countTest
 	label := prometheus.Labels{"filter": name}
 	d := func(metric, help string) *prometheus.Desc {
 		return prometheus.NewDesc("ohbloom_"+metric, help, nil, label)
@@ -115,6 +117,38 @@ func (m *Instrumented) Test(key []byte) bool {
 	h := m.f.Hash(key)
 	return m.record(h, m.f.TestHash(h))
 }
+
+// Atomic is Instrumented for an *ohbloom.AtomicFilter, with a Test that
+// costs a few percent over the filter's own: where Instrumented.Test calls
+// the filter through a method of its own and a pointer, Atomic.Test is one
+// call, which the compiler inlines into the caller, to
+// AtomicFilter.TestSampled on a copy of the filter's header held in the
+// Atomic itself. The copy shares the filter's bits, so keys added to the
+// filter by anyone are seen; it does not follow an UnmarshalBinary or
+// ReadFrom into the filter, which replace the bits.
+type Atomic struct {
+	*Instrumented
+	view ohbloom.AtomicFilter
+}
+
+// NewAtomic wraps f as New does.
+func NewAtomic(name string, f *ohbloom.AtomicFilter) *Atomic {
+	return &Atomic{Instrumented: New(name, f), view: *f}
+}
+
+// Test reports whether key may be in the filter, and counts the test.
+func (a *Atomic) Test(key []byte) bool {
+	return a.view.TestSampled(key, a.salt.Load(), sampleMask, a.sample)
+}
+
+// TestString is Test for a string key.
+func (a *Atomic) TestString(key string) bool {
+	return a.view.TestSampledString(key, a.salt.Load(), sampleMask, a.sample)
+}
+
+// sampleMask selects the top sampleBits bits of a hash, for TestSampled:
+// the calls Instrumented.record counts.
+const sampleMask = uint64(1<<sampleBits-1) << (64 - sampleBits)
 
 // TestString is Test for a string key.
 func (m *Instrumented) TestString(key string) bool {

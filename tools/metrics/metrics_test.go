@@ -60,6 +60,47 @@ func TestCounts(t *testing.T) {
 	}
 }
 
+// Atomic counts as Instrumented does, and its Test sees keys added to the
+// filter after it was wrapped, through the filter or through the wrapper.
+func TestAtomicCounts(t *testing.T) {
+	f := ohbloom.NewAtomic(400_000, 0.01)
+	a := NewAtomic("blocks", f)
+	const n = 200_000
+	for i := range n {
+		if i%2 == 0 {
+			f.Add(fmt.Appendf(nil, "k%d", i))
+		} else {
+			a.Add(fmt.Appendf(nil, "k%d", i))
+		}
+	}
+	const workers = 4
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Go(func() {
+			for i := range n {
+				if !a.Test(fmt.Appendf(nil, "k%d", i)) {
+					t.Errorf("k%d added but not found", i)
+					return
+				}
+				a.TestString(fmt.Sprintf("absent-%d-%d", w, i))
+			}
+		})
+	}
+	wg.Wait()
+	tests, positives, _ := a.Counts()
+	for _, c := range []struct {
+		name      string
+		got, want float64
+	}{{"tests", float64(tests), 2 * workers * n}, {"positives", float64(positives), workers * n * 1.01}} {
+		if math.Abs(c.got-c.want)/c.want > 0.15 { // sampled 1 in 256, as in TestCounts
+			t.Errorf("%s = %.0f, want %.0f ± 15%%", c.name, c.got, c.want)
+		}
+	}
+	if n := testutil.CollectAndCount(a); n != 8 {
+		t.Fatalf("%d metrics, want 8", n)
+	}
+}
+
 func TestCollector(t *testing.T) {
 	f := ohbloom.NewAtomic(10_000, 0.01)
 	m := New("blocks", f)
@@ -154,10 +195,11 @@ func BenchmarkTestOverhead(b *testing.B) {
 		f.Add(keys[i])
 	}
 	m := New("bench", f)
+	a := NewAtomic("bench", f)
 	for _, c := range []struct {
 		name string
 		test func([]byte) bool
-	}{{"off", f.Test}, {"on", m.Test}} {
+	}{{"off", f.Test}, {"on", m.Test}, {"atomic", a.Test}} {
 		b.Run("counting="+c.name+"/goroutines=1", func(b *testing.B) {
 			i := 0
 			for b.Loop() {

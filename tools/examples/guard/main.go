@@ -28,7 +28,7 @@ import (
 // guard answers block lookups: the filter first, the database on a
 // positive.
 type guard struct {
-	filter *metrics.Instrumented
+	filter *metrics.Atomic
 	lookup *sql.Stmt
 }
 
@@ -91,7 +91,7 @@ func newServer(dbPath string) (http.Handler, func(), error) {
 		db.Close()
 		return nil, nil, err
 	}
-	g := &guard{filter: metrics.New("blocks", f), lookup: lookup}
+	g := &guard{filter: metrics.NewAtomic("blocks", f), lookup: lookup}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(g.filter)
 	mux := http.NewServeMux()
