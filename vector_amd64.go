@@ -2,7 +2,10 @@
 
 package ohbloom
 
-import "math"
+import (
+	"math"
+	"os"
+)
 
 // The vector probe computes all k bit positions of a key at once in the
 // eight float64 lanes of an AVX-512 register, where the generated probes
@@ -52,6 +55,12 @@ func xgetbv() (a, d uint32)
 // hasVector reports whether this CPU and OS run the vector probe well.
 var hasVector = detectVector()
 
+// probeChoice is OHBLOOM_PROBE from the environment: "scalar" keeps the
+// generated probes even where the vector probe would run. For comparing
+// the two on one machine, and for turning the vector code off without a
+// rebuild.
+var probeChoice = os.Getenv("OHBLOOM_PROBE")
+
 func detectVector() bool {
 	maxLeaf, vb, vc, vd := cpuid(0, 0)
 	amd := vb == 0x68747541 && vd == 0x69746e65 && vc == 0x444d4163   // "AuthenticAMD"
@@ -84,9 +93,14 @@ func detectVector() bool {
 // newVecProbe returns the vector constants of the partitions, or nil where
 // the vector probe does not run.
 func newVecProbe(parts []partition) *vecProbe {
-	if !hasVector {
+	if !hasVector || probeChoice == "scalar" {
 		return nil
 	}
+	return makeVecProbe(parts)
+}
+
+// makeVecProbe returns the vector constants of the partitions.
+func makeVecProbe(parts []partition) *vecProbe {
 	p := &vecProbe{halves: 1}
 	if len(parts) > 8 {
 		p.halves = 2

@@ -8,7 +8,11 @@ type vecProbe struct{}
 
 const hasVector = false
 
-func newVecProbe([]partition) *vecProbe { return nil }
+// probeChoice has no effect here: there is only the scalar probe.
+const probeChoice = ""
+
+func newVecProbe([]partition) *vecProbe  { return nil }
+func makeVecProbe([]partition) *vecProbe { return nil }
 
 func vecTest(*block, uint32, *vecProbe) bool { panic("ohbloom: no vector probe") }
 func vecAdd(*block, uint32, *vecProbe)       { panic("ohbloom: no vector probe") }
