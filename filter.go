@@ -100,10 +100,13 @@ func (f *Filter) TestAndAddString(key string) bool {
 
 func (f *Filter) testAndAddHash(h uint64) bool {
 	b, x := f.blockOf(h), residue(h)
-	if f.testBits(b, x) {
+	if f.vec != nil {
+		return vecAdd(b, x, f.vec) // tests first, in the same call
+	}
+	if f.test(b, x) {
 		return true
 	}
-	f.addBits(b, x)
+	f.add(b, x)
 	return false
 }
 

@@ -44,10 +44,11 @@ type vecProbe struct {
 //go:noescape
 func vecTest(b *block, x uint32, p *vecProbe) bool
 
-// vecAdd sets the bits of x in b, with one 64-byte read-modify-write.
+// vecAdd sets the bits of x in b, with one 64-byte read-modify-write, and
+// reports whether they were all set already; then it writes nothing.
 //
 //go:noescape
-func vecAdd(b *block, x uint32, p *vecProbe)
+func vecAdd(b *block, x uint32, p *vecProbe) (present bool)
 
 func cpuid(leaf, sub uint32) (a, b, c, d uint32)
 func xgetbv() (a, d uint32)

@@ -57,10 +57,10 @@ test_done:
 	VZEROUPPER
 	RET
 
-// func vecAdd(b *block, x uint32, p *vecProbe)
+// func vecAdd(b *block, x uint32, p *vecProbe) (present bool)
 //
-// Tests the key first, as vecTest does, and returns when its bits are all
-// set: re-adding a key then costs what a Test does, writes nothing, and
+// Tests the key first, as vecTest does, and returns true when its bits are
+// all set (TestAndAdd's answer): re-adding a key then costs what a Test does, writes nothing, and
 // dirties no cache line, as AtomicFilter skips its atomic ORs. The branch
 // predicts well when most adds are new, or most are not.
 //
@@ -71,7 +71,7 @@ test_done:
 // shifting 1 by bit-64w sets it there, while VPSLLVQ gives 0 for a
 // candidate whose bit lies in another word (a shift below 0, huge when
 // unsigned, or of 64 and up).
-TEXT ·vecAdd(SB), NOSPLIT|NOFRAME, $0-24
+TEXT ·vecAdd(SB), NOSPLIT|NOFRAME, $0-25
 	MOVQ b+0(FP), AX
 	MOVL x+8(FP), BX
 	MOVQ p+16(FP), CX
@@ -88,6 +88,7 @@ TEXT ·vecAdd(SB), NOSPLIT|NOFRAME, $0-24
 
 add_tested:
 	KORTESTB K1, K1
+	SETCS    present+24(FP)
 	JCS      add_done // all set already
 
 	VMOVDQU64    ·wordStarts(SB), Z10

@@ -15,4 +15,4 @@ func newVecProbe([]partition) *vecProbe  { return nil }
 func makeVecProbe([]partition) *vecProbe { return nil }
 
 func vecTest(*block, uint32, *vecProbe) bool { panic("ohbloom: no vector probe") }
-func vecAdd(*block, uint32, *vecProbe)       { panic("ohbloom: no vector probe") }
+func vecAdd(*block, uint32, *vecProbe) bool  { panic("ohbloom: no vector probe") }

@@ -74,9 +74,14 @@ func TestVectorMatchesProbes(t *testing.T) {
 		for _, x := range xs {
 			var want, got block
 			f.add(&want, x)
-			vecAdd(&got, x, f.vec)
+			if vecAdd(&got, x, f.vec) {
+				t.Fatalf("k=%d x=%d: vecAdd reports the key present in an empty block", k, x)
+			}
 			if got != want {
 				t.Fatalf("k=%d x=%d: vecAdd sets %x, add %x", k, x, got, want)
+			}
+			if !vecAdd(&got, x, f.vec) || got != want {
+				t.Fatalf("k=%d x=%d: a second vecAdd reports the key absent or changes the block", k, x)
 			}
 			// On a random block, and on one with exactly the key's bits
 			// minus one of them.
@@ -99,11 +104,16 @@ func TestVectorMatchesProbes(t *testing.T) {
 			if vecTest(&b, x, f.vec) {
 				t.Fatalf("k=%d x=%d: vecTest passes with a bit missing", k, x)
 			}
+			if vecAdd(&b, x, f.vec) || b != want {
+				t.Fatalf("k=%d x=%d: vecAdd with a bit missing reports present or does not restore it", k, x)
+			}
 			// vecAdd ORs: bits already set stay set.
 			b = block{^uint64(0), 0, ^uint64(0), 0, 1, 2, 3, 4}
 			want = b
 			f.add(&want, x)
-			vecAdd(&b, x, f.vec)
+			if vecAdd(&b, x, f.vec) != f.test(&block{^uint64(0), 0, ^uint64(0), 0, 1, 2, 3, 4}, x) {
+				t.Fatalf("k=%d x=%d: vecAdd's answer differs from test's", k, x)
+			}
 			if b != want {
 				t.Fatalf("k=%d x=%d: vecAdd on a full block gives %x, want %x", k, x, b, want)
 			}
