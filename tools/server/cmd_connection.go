@@ -1,0 +1,198 @@
+package server
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/tidwall/match"
+)
+
+func cmdPing(_ *Server, _ *session, w replier, args [][]byte) {
+	switch len(args) {
+	case 1:
+		w.WriteString("PONG")
+	case 2:
+		w.WriteBulk(args[1])
+	default:
+		w.WriteError(wrongArity(args[0]))
+	}
+}
+
+func cmdQuit(_ *Server, sess *session, w replier, _ [][]byte) {
+	w.WriteString("OK")
+	sess.quit = true
+}
+
+func (s *Server) checkPassword(user, pass []byte) bool {
+	return s.cfg.Password != "" && (user == nil || string(user) == "default") && string(pass) == s.cfg.Password
+}
+
+const errWrongPass = "WRONGPASS invalid username-password pair or user is disabled."
+
+func cmdAuth(s *Server, sess *session, w replier, args [][]byte) {
+	if len(args) > 3 {
+		w.WriteError("ERR syntax error")
+		return
+	}
+	if s.cfg.Password == "" {
+		w.WriteError("ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?")
+		return
+	}
+	var user []byte
+	if len(args) == 3 {
+		user = args[1]
+	}
+	if !s.checkPassword(user, args[len(args)-1]) {
+		w.WriteError(errWrongPass)
+		return
+	}
+	sess.authed = true
+	w.WriteString("OK")
+}
+
+// cmdHello speaks RESP2 only: HELLO 3 is refused with NOPROTO, on which
+// clients (go-redis, redis-py, Jedis) fall back to RESP2 and AUTH.
+func cmdHello(s *Server, sess *session, w replier, args [][]byte) {
+	if len(args) > 1 {
+		v, ok := parseInt(args[1])
+		if !ok {
+			w.WriteError("ERR Protocol version is not an integer or out of range")
+			return
+		}
+		if v != 2 {
+			w.WriteError("NOPROTO sorry, this protocol version is not supported")
+			return
+		}
+	}
+	authed := sess.authed
+	name := sess.name
+	for i := 2; i < len(args); i++ {
+		switch {
+		case eq(args[i], "AUTH") && i+2 < len(args):
+			if !s.checkPassword(args[i+1], args[i+2]) {
+				w.WriteError(errWrongPass)
+				return
+			}
+			authed = true
+			i += 2
+		case eq(args[i], "SETNAME") && i+1 < len(args):
+			name = string(args[i+1])
+			i++
+		default:
+			w.WriteError(fmt.Sprintf("ERR Syntax error in HELLO option '%s'", quoteArg(args[i])))
+			return
+		}
+	}
+	if !authed {
+		w.WriteError("NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO <proto> AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time")
+		return
+	}
+	sess.authed, sess.name = true, name
+	w.WriteArray(14)
+	w.WriteBulkString("server")
+	w.WriteBulkString("ohbloom")
+	w.WriteBulkString("version")
+	w.WriteBulkString(Version)
+	w.WriteBulkString("proto")
+	w.WriteInt64(2)
+	w.WriteBulkString("id")
+	w.WriteInt64(0)
+	w.WriteBulkString("mode")
+	w.WriteBulkString("standalone")
+	w.WriteBulkString("role")
+	w.WriteBulkString("master")
+	w.WriteBulkString("modules")
+	w.WriteArray(0)
+}
+
+// Version is what HELLO and INFO report as the server's version.
+const Version = "7.0.0-ohbloom"
+
+func cmdSelect(_ *Server, _ *session, w replier, args [][]byte) {
+	if n, ok := parseInt(args[1]); !ok || n != 0 {
+		w.WriteError("ERR DB index is out of range")
+		return
+	}
+	w.WriteString("OK")
+}
+
+func cmdClient(_ *Server, sess *session, w replier, args [][]byte) {
+	switch {
+	case eq(args[1], "SETNAME") && len(args) == 3:
+		sess.name = string(args[2])
+		w.WriteString("OK")
+	case eq(args[1], "GETNAME") && len(args) == 2:
+		if sess.name == "" {
+			w.WriteNull()
+		} else {
+			w.WriteBulkString(sess.name)
+		}
+	case eq(args[1], "SETINFO") && len(args) == 4:
+		w.WriteString("OK")
+	case eq(args[1], "ID") && len(args) == 2:
+		w.WriteInt64(0)
+	default:
+		w.WriteError(fmt.Sprintf("ERR unknown subcommand or wrong number of arguments for '%s'. Try CLIENT HELP.", quoteArg(args[1])))
+	}
+}
+
+// cmdCommand answers COMMAND's introspection with empty lists: clients use
+// it for hints only.
+func cmdCommand(_ *Server, _ *session, w replier, args [][]byte) {
+	if len(args) > 1 && eq(args[1], "COUNT") {
+		w.WriteInt64(int64(len(commands)))
+		return
+	}
+	w.WriteArray(0)
+}
+
+// cmdConfig answers CONFIG GET with the few settings benchmark and
+// monitoring tools ask for; CONFIG SET is refused, the server's settings
+// being its flags.
+func cmdConfig(s *Server, _ *session, w replier, args [][]byte) {
+	if !eq(args[1], "GET") || len(args) != 3 {
+		w.WriteError("ERR ohbloom serve supports CONFIG GET <parameter> only; settings are command-line flags")
+		return
+	}
+	settings := map[string]string{
+		"save":               "",
+		"appendonly":         "no",
+		"maxclients":         strconv.Itoa(s.cfg.MaxClients),
+		"proto-max-bulk-len": strconv.FormatInt(s.cfg.MaxRequestBytes, 10),
+		"dir":                s.cfg.DataDir,
+	}
+	pattern := strings.ToLower(string(args[2]))
+	var names []string
+	for name := range settings {
+		if match.Match(name, pattern) {
+			names = append(names, name)
+		}
+	}
+	w.WriteArray(2 * len(names))
+	for _, name := range names {
+		w.WriteBulkString(name)
+		w.WriteBulkString(settings[name])
+	}
+}
+
+func cmdInfo(s *Server, _ *session, w replier, _ [][]byte) {
+	var b strings.Builder
+	fmt.Fprintf(&b, "# Server\r\nredis_version:%s\r\nredis_mode:standalone\r\nuptime_in_seconds:%d\r\n",
+		Version, int64(time.Since(s.started).Seconds()))
+	fmt.Fprintf(&b, "# Clients\r\nconnected_clients:%d\r\nmaxclients:%d\r\n", s.clients.Load(), s.cfg.MaxClients)
+	var bytes uint64
+	for _, name := range s.store.names() {
+		if e := s.store.get(name); e != nil {
+			bytes += e.sizeBytes()
+		}
+	}
+	fmt.Fprintf(&b, "# Memory\r\nused_memory_filters:%d\r\n", bytes)
+	fmt.Fprintf(&b, "# Persistence\r\nrdb_last_save_time:%d\r\n", s.store.lastSave.Load())
+	fmt.Fprintf(&b, "# Keyspace\r\n")
+	if n := s.store.len(); n > 0 {
+		fmt.Fprintf(&b, "db0:keys=%d,expires=0,avg_ttl=0\r\n", n)
+	}
+	w.WriteBulkString(b.String())
+}
