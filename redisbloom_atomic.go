@@ -1,0 +1,278 @@
+package ohbloom
+
+import (
+	"fmt"
+	"sync"
+	"sync/atomic"
+)
+
+// AtomicRedisBloomFilter is a RedisBloomFilter safe for concurrent use by
+// multiple goroutines, for a server that serves many connections at once.
+// Tests take no lock: the filters are published as an immutable list
+// through an atomic pointer and their words are read with atomic loads.
+// Adds set missing bits with atomic ORs and count a new item with an atomic
+// add on its filter's counter. A goroutine takes the lock only to grow the
+// chain or to allocate a filter's bits on its first write, once per filter.
+//
+// Sequential adds give exactly RedisBloomFilter's results: the same bits,
+// counts, growth and dumps. Concurrent adds give the same bits as some
+// order of the same adds, except that goroutines adding the same new item
+// at once may all count it, and that adds racing with a full filter may
+// each put their item into it before one of them grows the chain, so that
+// a filter can end a few items past its capacity (a NONSCALING one too).
+// LoadChunk replaces bytes: adds running at the same time into the same
+// bytes may be lost, as they would be overwritten had they come first.
+//
+// The zero AtomicRedisBloomFilter is not usable; build one with
+// NewAtomicRedisBloom, NewAtomicRedisBloomFromHeader or ReadFrom.
+type AtomicRedisBloomFilter struct {
+	rbChain
+	links atomic.Pointer[[]*rbAtomicLink]
+	mu    sync.Mutex // growth, first allocation of a filter's words, SetMaxBytes
+}
+
+// rbAtomicLink is one filter of an AtomicRedisBloomFilter.
+type rbAtomicLink struct {
+	rbParams
+	words atomic.Pointer[[]uint64] // nil until first written
+	items atomic.Uint64
+	_     [64 - 8]byte // the counter alone on its line, away from the params that every probe reads
+}
+
+// NewAtomicRedisBloom is NewRedisBloom for an AtomicRedisBloomFilter.
+func NewAtomicRedisBloom(c RedisBloomConfig) (*AtomicRedisBloomFilter, error) {
+	ch, p, err := newRBChain(c)
+	if err != nil {
+		return nil, err
+	}
+	f := &AtomicRedisBloomFilter{rbChain: ch}
+	l := &rbAtomicLink{rbParams: p}
+	words := make([]uint64, p.words())
+	l.words.Store(&words)
+	f.links.Store(&[]*rbAtomicLink{l})
+	return f, nil
+}
+
+// NewAtomicRedisBloomFromHeader is NewRedisBloomFromHeader for an
+// AtomicRedisBloomFilter.
+func NewAtomicRedisBloomFromHeader(header []byte, maxBytes uint64) (*AtomicRedisBloomFilter, error) {
+	h, err := decodeRBHeader(header, maxBytes)
+	if err != nil {
+		return nil, err
+	}
+	return newAtomicRBFrom(h, nil), nil
+}
+
+// newAtomicRBFrom builds a chain from a decoded header and, if not nil,
+// the filters' words.
+func newAtomicRBFrom(h rbHeader, words [][]uint64) *AtomicRedisBloomFilter {
+	f := &AtomicRedisBloomFilter{rbChain: h.rbChain}
+	links := make([]*rbAtomicLink, len(h.params))
+	for i := range links {
+		l := &rbAtomicLink{rbParams: h.params[i]}
+		l.items.Store(h.items[i])
+		if words != nil && words[i] != nil {
+			l.words.Store(&words[i])
+		}
+		links[i] = l
+	}
+	f.links.Store(&links)
+	return f
+}
+
+func (l *rbAtomicLink) loadWords() []uint64 {
+	if w := l.words.Load(); w != nil {
+		return *w
+	}
+	return nil
+}
+
+// Add is RedisBloomFilter.Add, safe to call concurrently with any method
+// but ReadFrom and UnmarshalBinary.
+func (f *AtomicRedisBloomFilter) Add(item []byte) (bool, error) {
+	a, b := f.hasher.hash(item)
+	return f.addHash(a, b)
+}
+
+// AddString is Add for a string item.
+func (f *AtomicRedisBloomFilter) AddString(item string) (bool, error) {
+	return f.Add(stringBytes(item))
+}
+
+func (f *AtomicRedisBloomFilter) addHash(a, b uint64) (bool, error) {
+	links := *f.links.Load()
+	if testRBLinks(links, a, b) {
+		return false, nil
+	}
+	cur := links[len(links)-1]
+	if cur.items.Load() >= cur.entries {
+		var err error
+		if links, err = f.grow(len(links)); err != nil {
+			return false, err
+		}
+		cur = links[len(links)-1]
+	}
+	words := cur.loadWords()
+	if words == nil {
+		words = f.allocate(cur)
+	}
+	if cur.addAtomic(words, a, b) {
+		cur.items.Add(1)
+		return true, nil
+	}
+	return false, nil
+}
+
+// grow adds filter n to the chain, unless another goroutine already has,
+// and returns the filters.
+func (f *AtomicRedisBloomFilter) grow(n int) ([]*rbAtomicLink, error) {
+	if f.nonScaling() {
+		return nil, ErrRedisBloomFull
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	links := *f.links.Load()
+	if len(links) > n {
+		return links, nil
+	}
+	next, err := f.nextLink(&links[n-1].rbParams, totalRBBytes(links))
+	if err != nil {
+		return nil, err
+	}
+	l := &rbAtomicLink{rbParams: next}
+	words := make([]uint64, next.words())
+	l.words.Store(&words)
+	grown := append(links[:n:n], l)
+	f.links.Store(&grown)
+	return grown, nil
+}
+
+// allocate gives a filter its words on its first write, unless another
+// goroutine already has.
+func (f *AtomicRedisBloomFilter) allocate(l *rbAtomicLink) []uint64 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if w := l.loadWords(); w != nil {
+		return w
+	}
+	words := make([]uint64, l.rbParams.words())
+	l.words.Store(&words)
+	return words
+}
+
+func totalRBBytes(links []*rbAtomicLink) uint64 {
+	var n uint64
+	for _, l := range links {
+		n += l.bytes
+	}
+	return n
+}
+
+// Test is RedisBloomFilter.Test. It never waits.
+func (f *AtomicRedisBloomFilter) Test(item []byte) bool {
+	a, b := f.hasher.hash(item)
+	return testRBLinks(*f.links.Load(), a, b)
+}
+
+// TestString is Test for a string item.
+func (f *AtomicRedisBloomFilter) TestString(item string) bool { return f.Test(stringBytes(item)) }
+
+func testRBLinks(links []*rbAtomicLink, a, b uint64) bool {
+	for i := len(links) - 1; i >= 0; i-- {
+		if l := links[i]; l.test(l.loadWords(), a, b) {
+			return true
+		}
+	}
+	return false
+}
+
+// linksOf returns accessors over a snapshot of the filters.
+func linksOf(links []*rbAtomicLink) (func(int) (*rbParams, uint64), func(int) uint64) {
+	return func(i int) (*rbParams, uint64) { return &links[i].rbParams, links[i].items.Load() },
+		func(i int) uint64 { return links[i].bytes }
+}
+
+// Info is RedisBloomFilter.Info. During concurrent adds it reports some of
+// them and not others.
+func (f *AtomicRedisBloomFilter) Info() RedisBloomInfo {
+	links := *f.links.Load()
+	link, _ := linksOf(links)
+	return f.infoOf(len(links), link)
+}
+
+// Link is RedisBloomFilter.Link.
+func (f *AtomicRedisBloomFilter) Link(i int) RedisBloomLink {
+	l := (*f.links.Load())[i]
+	return l.info(l.items.Load())
+}
+
+// Options returns the chain's option bits (RedisBloomNoRound etc.).
+func (f *AtomicRedisBloomFilter) Options() uint32 { return f.options }
+
+// SetMaxBytes is RedisBloomFilter.SetMaxBytes.
+func (f *AtomicRedisBloomFilter) SetMaxBytes(n uint64) {
+	if n == 0 {
+		n = physicalMemory()
+	}
+	f.mu.Lock()
+	f.maxBytes = n
+	f.mu.Unlock()
+}
+
+// ScanDump is RedisBloomFilter.ScanDump. A header taken during concurrent
+// adds counts, for each filter, the items its counter held when read, and
+// the chain's total is their sum, so it is always one RedisBloom accepts.
+func (f *AtomicRedisBloomFilter) ScanDump(iter int64, dst []byte) (int64, []byte) {
+	links := *f.links.Load()
+	link, bytesOf := linksOf(links)
+	if iter == 0 {
+		return 1, encodeRBHeader(dst, &f.rbChain, len(links), link)
+	}
+	if iter < 1 {
+		return 0, dst
+	}
+	i, off, ok := findRBLink(len(links), bytesOf, uint64(iter)-1)
+	if !ok {
+		return 0, dst
+	}
+	l := links[i]
+	n := min(RedisBloomMaxChunk, l.bytes-off)
+	return iter + int64(n), appendWordBytes(dst, l.loadWords(), off, n)
+}
+
+// LoadChunk is RedisBloomFilter.LoadChunk.
+func (f *AtomicRedisBloomFilter) LoadChunk(iter int64, data []byte) error {
+	links := *f.links.Load()
+	_, bytesOf := linksOf(links)
+	i, off, err := chunkTarget(len(links), bytesOf, iter, len(data))
+	if err != nil || len(data) == 0 {
+		return err
+	}
+	words := links[i].loadWords()
+	if words == nil {
+		words = f.allocate(links[i])
+	}
+	storeWordBytes(words, off, data)
+	return nil
+}
+
+// Equal is RedisBloomFilter.Equal.
+func (f *AtomicRedisBloomFilter) Equal(o *AtomicRedisBloomFilter) bool {
+	fl, ol := *f.links.Load(), *o.links.Load()
+	if f.options != o.options || f.growth != o.growth || f.hasher != o.hasher || len(fl) != len(ol) {
+		return false
+	}
+	for i := range fl {
+		if fl[i].rbParams != ol[i].rbParams || fl[i].items.Load() != ol[i].items.Load() ||
+			!equalRBWords(fl[i].loadWords(), ol[i].loadWords()) {
+			return false
+		}
+	}
+	return true
+}
+
+// String describes the chain briefly.
+func (f *AtomicRedisBloomFilter) String() string {
+	in := f.Info()
+	return fmt.Sprintf("RedisBloom chain: %d filters, %d items, capacity %d, %d bytes", in.Filters, in.Items, in.Capacity, in.Size)
+}

@@ -1,0 +1,251 @@
+package ohbloom
+
+import (
+	"fmt"
+)
+
+// RedisBloomFilter is RedisBloom's scalable Bloom filter (its SBChain), bit
+// for bit: it answers every test as RedisBloom does, false positives
+// included, grows when and as RedisBloom grows, counts items and reports
+// BF.INFO as it does, and reads and writes RedisBloom's BF.SCANDUMP chunks
+// byte for byte. Use it to take over filters dumped from RedisBloom and to
+// give them back; for new filters, Filter and ScalableFilter use less
+// memory and one cache miss per key.
+//
+// A chain is a list of classic Bloom filters ("links"), oldest first. An
+// item hashes once to (a, b) (see the hashes at rbHasher: MurmurHash64A
+// with seed 0xc6a4a7935bd1e995, then with seed a, for every chain RedisBloom
+// creates today), and probes, in a filter of m bits with k hashes, bits
+//
+//	x_i = ((a + i·b) mod 2^64) mod m'   for i < k
+//
+// where m' is 2^n2 for a filter rounded to a power of two and m otherwise
+// (RedisBloom rounds no more: its filters have n2 = 0). Bit x is bit x mod 8
+// of byte x/8 of the filter's bytes. Test checks the newest filter first and
+// answers yes if any filter has all k bits. Add does nothing for an item
+// that tests present (it is not counted); otherwise, if the newest filter
+// holds its capacity, the chain grows (or, NONSCALING, refuses with
+// ErrRedisBloomFull): the new filter holds expansion times the last one's
+// capacity at half its error rate, sized as bloom_init sizes it (see
+// rbInit). The first filter gets half the chain's error rate, or all of it
+// when NONSCALING. The item's bits go to the newest filter, and it counts
+// if one of them was clear.
+//
+// BF.SCANDUMP iterator 0 returns iterator 1 and the header chunk (its
+// layout is at rbHeader's encoder, encodeRBHeader); iterator i ≥ 1 returns
+// up to RedisBloomMaxChunk bytes of the filters' bits from position i−1 of
+// their concatenation, never crossing from one filter into the next, and
+// the iterator i + their length; past the end, iterator 0 and nothing.
+// BF.LOADCHUNK of a header creates the chain (NewRedisBloomFromHeader);
+// of data, writes it so that its last byte is at position iterator−2
+// (LoadChunk).
+//
+// Each filter's bits are allocated when first written (by a chunk or an
+// add), so a header alone costs no more memory than its own bytes.
+//
+// It is not safe for concurrent use; see AtomicRedisBloomFilter.
+type RedisBloomFilter struct {
+	rbChain
+	links []rbLink
+}
+
+// rbLink is one filter of a chain.
+type rbLink struct {
+	rbParams
+	items uint64   // SBLink.size
+	words []uint64 // nil until first written
+}
+
+// NewRedisBloom returns an empty chain as BF.RESERVE makes it.
+func NewRedisBloom(c RedisBloomConfig) (*RedisBloomFilter, error) {
+	ch, p, err := newRBChain(c)
+	if err != nil {
+		return nil, err
+	}
+	return &RedisBloomFilter{rbChain: ch, links: []rbLink{{rbParams: p, words: make([]uint64, p.words())}}}, nil
+}
+
+// NewRedisBloomFromHeader returns the chain a BF.LOADCHUNK of a header
+// chunk (iterator 1) creates on an empty key, its bits all clear until the
+// data chunks arrive through LoadChunk. It refuses a header that
+// RedisBloom refuses (ErrRedisBloomBadData), and one whose filters would
+// take more than maxBytes together (0: the machine's RAM plus swap), which
+// also wraps ErrTooLarge; maxBytes then bounds the chain's growth too. It
+// allocates nothing for the filters' bits.
+func NewRedisBloomFromHeader(header []byte, maxBytes uint64) (*RedisBloomFilter, error) {
+	h, err := decodeRBHeader(header, maxBytes)
+	if err != nil {
+		return nil, err
+	}
+	f := &RedisBloomFilter{rbChain: h.rbChain, links: make([]rbLink, len(h.params))}
+	for i := range f.links {
+		f.links[i] = rbLink{rbParams: h.params[i], items: h.items[i]}
+	}
+	return f, nil
+}
+
+// Add adds item as BF.ADD does and reports whether it was new (BF.ADD's 1):
+// false for an item that tests present, which is not counted. It fails
+// with ErrRedisBloomFull or ErrRedisBloomCannotGrow when the item needs a
+// new filter that the chain cannot have; the chain is then unchanged.
+func (f *RedisBloomFilter) Add(item []byte) (bool, error) {
+	a, b := f.hasher.hash(item)
+	return f.addHash(a, b)
+}
+
+// AddString is Add for a string item.
+func (f *RedisBloomFilter) AddString(item string) (bool, error) {
+	return f.Add(stringBytes(item))
+}
+
+func (f *RedisBloomFilter) addHash(a, b uint64) (bool, error) {
+	if f.testHash(a, b) {
+		return false, nil
+	}
+	cur := &f.links[len(f.links)-1]
+	if cur.items >= cur.entries {
+		next, err := f.nextLink(&cur.rbParams, f.totalBytes())
+		if err != nil {
+			return false, err
+		}
+		f.links = append(f.links, rbLink{rbParams: next, words: make([]uint64, next.words())})
+		cur = &f.links[len(f.links)-1]
+	}
+	if cur.words == nil {
+		cur.words = make([]uint64, cur.rbParams.words())
+	}
+	if cur.add(cur.words, a, b) {
+		cur.items++
+		return true, nil
+	}
+	return false, nil
+}
+
+// Test reports whether item may be in the chain, as BF.EXISTS does.
+func (f *RedisBloomFilter) Test(item []byte) bool {
+	a, b := f.hasher.hash(item)
+	return f.testHash(a, b)
+}
+
+// TestString is Test for a string item.
+func (f *RedisBloomFilter) TestString(item string) bool { return f.Test(stringBytes(item)) }
+
+func (f *RedisBloomFilter) testHash(a, b uint64) bool {
+	for i := len(f.links) - 1; i >= 0; i-- {
+		if l := &f.links[i]; l.test(l.words, a, b) {
+			return true
+		}
+	}
+	return false
+}
+
+func (f *RedisBloomFilter) totalBytes() uint64 {
+	var n uint64
+	for i := range f.links {
+		n += f.links[i].bytes
+	}
+	return n
+}
+
+func (f *RedisBloomFilter) link(i int) (*rbParams, uint64) {
+	return &f.links[i].rbParams, f.links[i].items
+}
+
+func (f *RedisBloomFilter) bytesOf(i int) uint64 { return f.links[i].bytes }
+
+// Info returns what BF.INFO reports.
+func (f *RedisBloomFilter) Info() RedisBloomInfo { return f.infoOf(len(f.links), f.link) }
+
+// Link returns filter i of the chain, oldest first (i < Info().Filters),
+// as BF.DEBUG shows it.
+func (f *RedisBloomFilter) Link(i int) RedisBloomLink { return f.links[i].info(f.links[i].items) }
+
+// Options returns the chain's option bits (RedisBloomNoRound etc.).
+func (f *RedisBloomFilter) Options() uint32 { return f.options }
+
+// SetMaxBytes bounds the bytes of all the chain's filters from now on:
+// growth past it fails. 0 means the machine's RAM plus swap.
+func (f *RedisBloomFilter) SetMaxBytes(n uint64) {
+	if n == 0 {
+		n = physicalMemory()
+	}
+	f.maxBytes = n
+}
+
+// ScanDump is BF.SCANDUMP: for iterator iter it appends the chunk's bytes
+// to dst and returns the next iterator and the extended slice. Iterator 0
+// gives the header and 1; the last chunk is followed by iterator 0 and no
+// bytes.
+func (f *RedisBloomFilter) ScanDump(iter int64, dst []byte) (int64, []byte) {
+	if iter == 0 {
+		return 1, encodeRBHeader(dst, &f.rbChain, len(f.links), f.link)
+	}
+	if iter < 1 {
+		return 0, dst
+	}
+	i, off, ok := findRBLink(len(f.links), f.bytesOf, uint64(iter)-1)
+	if !ok {
+		return 0, dst
+	}
+	l := &f.links[i]
+	n := min(RedisBloomMaxChunk, l.bytes-off)
+	return iter + int64(n), appendWordBytes(dst, l.words, off, n)
+}
+
+// LoadChunk is BF.LOADCHUNK of a data chunk into an existing chain: data
+// replaces the bytes ending at position iter−2 of the filters' bits. It
+// fails, changing nothing, as RedisBloom does: ErrRedisBloomBadData when
+// iter ≤ 0 or iter < len(data), ErrRedisBloomNoLink when the chunk starts
+// past the filters, ErrRedisBloomChunkTooBig when it runs past the end of
+// the filter it starts in. A header chunk (iterator 1) for an existing key
+// goes here too, and fails as it does in RedisBloom.
+func (f *RedisBloomFilter) LoadChunk(iter int64, data []byte) error {
+	i, off, err := chunkTarget(len(f.links), f.bytesOf, iter, len(data))
+	if err != nil || len(data) == 0 {
+		return err
+	}
+	l := &f.links[i]
+	if l.words == nil {
+		l.words = make([]uint64, l.rbParams.words())
+	}
+	storeWordBytes(l.words, off, data)
+	return nil
+}
+
+// Equal reports whether two chains have the same options, growth, hash,
+// filters, counts and bits: whether their dumps are the same bytes.
+func (f *RedisBloomFilter) Equal(o *RedisBloomFilter) bool {
+	if f.options != o.options || f.growth != o.growth || f.hasher != o.hasher || len(f.links) != len(o.links) {
+		return false
+	}
+	for i := range f.links {
+		a, b := &f.links[i], &o.links[i]
+		if a.rbParams != b.rbParams || a.items != b.items || !equalRBWords(a.words, b.words) {
+			return false
+		}
+	}
+	return true
+}
+
+// equalRBWords compares two filters' words, nil being all zeros.
+func equalRBWords(a, b []uint64) bool {
+	if a == nil {
+		a, b = b, a
+	}
+	for i, w := range a {
+		var v uint64
+		if b != nil {
+			v = b[i]
+		}
+		if w != v {
+			return false
+		}
+	}
+	return true
+}
+
+// String describes the chain briefly.
+func (f *RedisBloomFilter) String() string {
+	in := f.Info()
+	return fmt.Sprintf("RedisBloom chain: %d filters, %d items, capacity %d, %d bytes", in.Filters, in.Items, in.Capacity, in.Size)
+}

@@ -1,0 +1,302 @@
+package ohbloom
+
+import (
+	"bytes"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"testing"
+)
+
+// rbGolden is one file of testdata/redisbloom: a filter the real RedisBloom
+// module made, dumped, probed, grown and dumped again (see its README).
+type rbGolden struct {
+	Name           string   `json:"name"`
+	Reserve        []string `json:"reserve"`
+	Items          string   `json:"items"`
+	NTextItems     int      `json:"n_text_items"`
+	BinaryItemsHex []string `json:"binary_items_hex"`
+	AbsentProbes   string   `json:"absent_probes"`
+	rbGoldenState
+	AfterMore struct {
+		MoreItems string `json:"more_items"`
+		rbGoldenState
+	} `json:"after_more"`
+}
+
+type rbGoldenState struct {
+	Info      rbGoldenInfo `json:"info"`
+	Positives []int        `json:"absent_probes_positive"`
+	Chunks    []struct {
+		Iterator int64  `json:"iterator"`
+		Data     []byte `json:"data"`
+	} `json:"chunks"`
+}
+
+type rbGoldenInfo struct {
+	Capacity  uint64  `json:"Capacity"`
+	Size      uint64  `json:"Size"`
+	Filters   uint64  `json:"Number of filters"`
+	Items     uint64  `json:"Number of items inserted"`
+	Expansion *uint32 `json:"Expansion rate"`
+}
+
+// sharedRedisBloomDir is where every developer's and CI's machine keeps the
+// dumps beside the project; testdata/redisbloom holds a copy, so that the
+// test has data anywhere.
+const sharedRedisBloomDir = "../shared/testdata/redisbloom"
+
+// loadRBGolden reads every dump of both directories, once per name. In CI
+// the shared directory must be there: its files may be newer than the copy.
+func loadRBGolden(t testing.TB) []*rbGolden {
+	t.Helper()
+	byName := map[string]string{}
+	for _, dir := range []string{sharedRedisBloomDir, filepath.Join("testdata", "redisbloom")} {
+		paths, _ := filepath.Glob(filepath.Join(dir, "*.json"))
+		if len(paths) == 0 && dir == sharedRedisBloomDir {
+			if os.Getenv("CI") != "" {
+				t.Fatalf("CI: no RedisBloom dumps in %s", dir)
+			}
+			t.Logf("no %s here: using the copy in testdata/redisbloom only", dir)
+		}
+		for _, p := range paths {
+			if _, seen := byName[filepath.Base(p)]; !seen {
+				byName[filepath.Base(p)] = p
+			}
+		}
+	}
+	if len(byName) == 0 {
+		t.Fatal("no RedisBloom dumps at all")
+	}
+	var out []*rbGolden
+	for _, name := range slices.Sorted(func(yield func(string) bool) {
+		for n := range byName {
+			if !yield(n) {
+				return
+			}
+		}
+	}) {
+		data, err := os.ReadFile(byName[name])
+		if err != nil {
+			t.Fatal(err)
+		}
+		g := new(rbGolden)
+		if err := json.Unmarshal(data, g); err != nil {
+			t.Fatalf("%s: %v", byName[name], err)
+		}
+		out = append(out, g)
+	}
+	return out
+}
+
+var rbRangeRE = regexp.MustCompile(`^'([^']*)' \+ decimal i for i < (\d+)`)
+
+// rbRange expands a description "'prefix' + decimal i for i < n".
+func rbRange(t testing.TB, desc string) [][]byte {
+	t.Helper()
+	m := rbRangeRE.FindStringSubmatch(desc)
+	if m == nil {
+		t.Fatalf("cannot read the items from %q", desc)
+	}
+	n, _ := strconv.Atoi(m[2])
+	items := make([][]byte, n)
+	for i := range items {
+		items[i] = strconv.AppendInt([]byte(m[1]), int64(i), 10)
+	}
+	return items
+}
+
+func (g *rbGolden) items(t testing.TB) [][]byte {
+	items := rbRange(t, g.Items)
+	if len(items) != g.NTextItems {
+		t.Fatalf("%s: %d text items described, n_text_items %d", g.Name, len(items), g.NTextItems)
+	}
+	for _, h := range g.BinaryItemsHex {
+		b, err := hex.DecodeString(h)
+		if err != nil {
+			t.Fatal(err)
+		}
+		items = append(items, b)
+	}
+	return items
+}
+
+// config is the reservation the file was made with, or BF.ADD's defaults.
+func (g *rbGolden) config(t testing.TB) RedisBloomConfig {
+	c := RedisBloomConfig{Capacity: RedisBloomDefaultCapacity, ErrorRate: RedisBloomDefaultErrorRate, Expansion: RedisBloomDefaultExpansion}
+	if g.Reserve == nil {
+		return c
+	}
+	var err error
+	if c.ErrorRate, err = strconv.ParseFloat(g.Reserve[0], 64); err != nil {
+		t.Fatal(err)
+	}
+	if c.Capacity, err = strconv.ParseUint(g.Reserve[1], 10, 64); err != nil {
+		t.Fatal(err)
+	}
+	for i := 2; i < len(g.Reserve); i++ {
+		switch g.Reserve[i] {
+		case "NONSCALING":
+			c.NonScaling = true
+		case "EXPANSION":
+			i++
+			e, err := strconv.ParseUint(g.Reserve[i], 10, 32)
+			if err != nil {
+				t.Fatal(err)
+			}
+			c.Expansion = uint32(e)
+		default:
+			t.Fatalf("reserve option %q", g.Reserve[i])
+		}
+	}
+	return c
+}
+
+// rbChainUnderTest is what both variants share.
+type rbChainUnderTest interface {
+	Add([]byte) (bool, error)
+	Test([]byte) bool
+	Info() RedisBloomInfo
+	ScanDump(int64, []byte) (int64, []byte)
+	LoadChunk(int64, []byte) error
+}
+
+var rbVariants = []struct {
+	name       string
+	fromHeader func([]byte) (rbChainUnderTest, error)
+	fromConfig func(RedisBloomConfig) (rbChainUnderTest, error)
+}{
+	{"plain",
+		func(h []byte) (rbChainUnderTest, error) { return NewRedisBloomFromHeader(h, 0) },
+		func(c RedisBloomConfig) (rbChainUnderTest, error) { return NewRedisBloom(c) }},
+	{"atomic",
+		func(h []byte) (rbChainUnderTest, error) { return NewAtomicRedisBloomFromHeader(h, 0) },
+		func(c RedisBloomConfig) (rbChainUnderTest, error) { return NewAtomicRedisBloom(c) }},
+}
+
+// checkRBState checks a chain against a recorded state: its BF.INFO, its
+// dump chunk by chunk, and its answers: 1 for every added item and, for
+// the 20,000 absent probes, 1 for exactly the ones RedisBloom said 1 to.
+func checkRBState(t *testing.T, f rbChainUnderTest, want *rbGoldenState, added, probes [][]byte) {
+	t.Helper()
+	in := f.Info()
+	got := rbGoldenInfo{Capacity: in.Capacity, Size: in.Size, Filters: in.Filters, Items: in.Items}
+	if !in.NonScaling {
+		got.Expansion = &in.Expansion
+	}
+	if fmt.Sprint(got.Capacity, got.Size, got.Filters, got.Items, deref(got.Expansion)) !=
+		fmt.Sprint(want.Info.Capacity, want.Info.Size, want.Info.Filters, want.Info.Items, deref(want.Info.Expansion)) {
+		t.Errorf("BF.INFO: got %+v expansion %s, RedisBloom %+v expansion %s", got, deref(got.Expansion), want.Info, deref(want.Info.Expansion))
+	}
+	iter := int64(0)
+	for i, c := range want.Chunks {
+		next, data := f.ScanDump(iter, nil)
+		if next != c.Iterator || !bytes.Equal(data, c.Data) {
+			t.Fatalf("SCANDUMP %d (iterator %d): got iterator %d and %d bytes, RedisBloom %d and %d bytes (equal: %v)",
+				i, iter, next, len(data), c.Iterator, len(c.Data), bytes.Equal(data, c.Data))
+		}
+		iter = next
+	}
+	if next, data := f.ScanDump(iter, nil); next != 0 || len(data) != 0 {
+		t.Fatalf("SCANDUMP %d after the last chunk: iterator %d and %d bytes, want 0 and none", iter, next, len(data))
+	}
+	for i, item := range added {
+		if !f.Test(item) {
+			t.Fatalf("added item %d (%q) tests absent", i, item)
+		}
+	}
+	var positives []int
+	for i, p := range probes {
+		if f.Test(p) {
+			positives = append(positives, i)
+		}
+	}
+	if !slices.Equal(positives, want.Positives) {
+		t.Errorf("false positives: %d of them, RedisBloom %d; first differences: %v", len(positives), len(want.Positives), firstDiff(positives, want.Positives))
+	}
+}
+
+func deref(p *uint32) string {
+	if p == nil {
+		return "nil"
+	}
+	return strconv.FormatUint(uint64(*p), 10)
+}
+
+func firstDiff(a, b []int) []int {
+	var d []int
+	for _, x := range a {
+		if !slices.Contains(b, x) {
+			d = append(d, x)
+		}
+	}
+	for _, x := range b {
+		if !slices.Contains(a, x) {
+			d = append(d, -x)
+		}
+	}
+	return d[:min(len(d), 10)]
+}
+
+// TestRedisBloomGolden replays every dump RedisBloom made: load it chunk
+// by chunk, answer its probes, report its BF.INFO, dump it back, then add
+// what RedisBloom added and reach its state byte for byte. A chain built
+// from the same reservation and items must reach the same state too, which
+// checks the sizing of the first filter.
+func TestRedisBloomGolden(t *testing.T) {
+	for _, g := range loadRBGolden(t) {
+		for _, v := range rbVariants {
+			t.Run(g.Name+"/"+v.name, func(t *testing.T) {
+				items, probes := g.items(t), rbRange(t, g.AbsentProbes)
+				more := rbRange(t, g.AfterMore.MoreItems)
+				f, err := v.fromHeader(g.Chunks[0].Data)
+				if err != nil {
+					t.Fatalf("header: %v", err)
+				}
+				if g.Chunks[0].Iterator != 1 {
+					t.Fatalf("the first chunk has iterator %d", g.Chunks[0].Iterator)
+				}
+				for _, c := range g.Chunks[1:] {
+					if err := f.LoadChunk(c.Iterator, c.Data); err != nil {
+						t.Fatalf("LOADCHUNK %d: %v", c.Iterator, err)
+					}
+				}
+				checkRBState(t, f, &g.rbGoldenState, items, probes)
+
+				fresh, err := v.fromConfig(g.config(t))
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, item := range items {
+					if _, err := fresh.Add(item); err != nil && !errors.Is(err, ErrRedisBloomFull) {
+						t.Fatal(err)
+					}
+				}
+				checkRBState(t, fresh, &g.rbGoldenState, items, probes)
+
+				full := 0
+				for _, item := range more {
+					if _, err := f.Add(item); errors.Is(err, ErrRedisBloomFull) {
+						full++
+					} else if err != nil {
+						t.Fatal(err)
+					}
+				}
+				if full > 0 {
+					t.Logf("%d items refused: non scaling filter is full", full)
+				}
+				added := items
+				if full == 0 {
+					added = append(slices.Clone(items), more...)
+				}
+				checkRBState(t, f, &g.AfterMore.rbGoldenState, added, probes)
+			})
+		}
+	}
+}
