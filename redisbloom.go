@@ -53,6 +53,10 @@ const (
 	// 64-bit build besides the bits.
 	rbChainStructSize = 32
 	rbLinkStructSize  = 64
+
+	// rbMaxLinks keeps a header chunk's length within a uint32, which
+	// MarshalBinary records.
+	rbMaxLinks = (math.MaxUint32 - rbChainHeaderSize - rbHashConfigSize) / rbLinkHeaderSize
 )
 
 // Errors of RedisBloom filters. Each names the reply RedisBloom gives in
@@ -172,10 +176,13 @@ func newRBChain(c RedisBloomConfig) (rbChain, rbParams, error) {
 }
 
 // nextLink sizes the filter that follows the newest one, p, as
-// SBChain_Add does; total is the bytes of the chain so far.
-func (c *rbChain) nextLink(p *rbParams, total uint64) (rbParams, error) {
+// SBChain_Add does; the chain has n filters of total bytes so far.
+func (c *rbChain) nextLink(p *rbParams, n int, total uint64) (rbParams, error) {
 	if c.nonScaling() {
 		return rbParams{}, ErrRedisBloomFull
+	}
+	if n >= rbMaxLinks {
+		return rbParams{}, fmt.Errorf("%w: %d filters", ErrRedisBloomCannotGrow, n)
 	}
 	hi, entries := bits.Mul64(p.entries, uint64(c.growth))
 	if c.growth == 0 || hi != 0 {
@@ -382,8 +389,8 @@ func decodeRBHeader(buf []byte, maxBytes uint64) (rbHeader, error) {
 	size := le.Uint64(buf)
 	n := uint64(le.Uint32(buf[8:]))
 	h := rbHeader{rbChain: rbChain{options: le.Uint32(buf[12:]), growth: le.Uint32(buf[16:]), maxBytes: maxBytes}}
-	if n == 0 {
-		return bad("no filters")
+	if n == 0 || n > rbMaxLinks {
+		return bad("%d filters", n)
 	}
 	legacy := rbChainHeaderSize + rbLinkHeaderSize*n
 	switch uint64(len(buf)) {

@@ -135,7 +135,7 @@ func (f *AtomicRedisBloomFilter) grow(n int) ([]*rbAtomicLink, error) {
 	if len(links) > n {
 		return links, nil
 	}
-	next, err := f.nextLink(&links[n-1].rbParams, totalRBBytes(links))
+	next, err := f.nextLink(&links[n-1].rbParams, n, totalRBBytes(links))
 	if err != nil {
 		return nil, err
 	}

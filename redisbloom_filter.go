@@ -104,7 +104,7 @@ func (f *RedisBloomFilter) addHash(a, b uint64) (bool, error) {
 	}
 	cur := &f.links[len(f.links)-1]
 	if cur.items >= cur.entries {
-		next, err := f.nextLink(&cur.rbParams, f.totalBytes())
+		next, err := f.nextLink(&cur.rbParams, len(f.links), f.totalBytes())
 		if err != nil {
 			return false, err
 		}
