@@ -48,20 +48,45 @@ var ErrUnknownStrategy = errors.New("ohbloom: unknown classic filter strategy")
 // maxClassicBits bounds a classic filter: 2^40 bits, 128 GiB.
 const maxClassicBits = 1 << 40
 
+// maxGuavaWords is Guava's limit: its LockFreeBitArray holds the bits in a
+// long[] of at most 2^31−1 words, and writeTo records the count as an int.
+const maxGuavaWords = math.MaxInt32
+
+// maxClassicK bounds k: bits-and-blooms accepts any k, but every Add costs
+// k probes, and 2^32 is already over a minute each. Guava's k is a byte.
+const maxClassicK = 1 << 32
+
+// checkGuavaWords refuses a Guava filter of more words than Guava holds, so
+// that its header's word count can never wrap.
+func checkGuavaWords(words uint64) error {
+	if words > maxGuavaWords {
+		return fmt.Errorf("%w: %d words, Guava holds at most %d (2^31−1)", ErrTooLarge, words, maxGuavaWords)
+	}
+	return nil
+}
+
 // ClassicFilter is an unblocked Bloom filter with double hashing whose bits,
 // answers and bytes are exactly those of another library's filter (see
 // Strategy), so that filters stored by bits-and-blooms/bloom or by Guava can
 // be read, queried, extended and written back. Each key costs k cache
 // misses once the filter outgrows the caches; for new filters, prefer
 // Filter. It is not safe for concurrent use.
+//
+// A bits-and-blooms filter keeps its bits in a bitset whose length need
+// not be m (bloom.FromWithM gives one of 64 bits per word, bloom.New(0, k)
+// one of 0 bits with m = 1): a position at or past the length tests clear,
+// and adding it extends the bitset to it, as the bitset package does. The
+// length is written back as read.
 type ClassicFilter struct {
 	strategy Strategy
 	m, k     uint64
+	length   uint64 // the bitset's length in bits; len(words) = ⌈length/64⌉
 	words    []uint64
 }
 
 // NewClassic returns an empty classic filter of m bits and k hashes. For
-// GuavaMurmur128Mitz64, m is rounded up to a multiple of 64, as Guava does.
+// GuavaMurmur128Mitz64, m is rounded up to a multiple of 64, as Guava does,
+// and may not exceed Guava's 2^31−1 words (ErrTooLarge); k is at most 255.
 func NewClassic(s Strategy, m, k uint64) (*ClassicFilter, error) {
 	if s != BitsAndBlooms && s != GuavaMurmur128Mitz64 {
 		return nil, fmt.Errorf("%w: %v", ErrUnknownStrategy, s)
@@ -69,17 +94,20 @@ func NewClassic(s Strategy, m, k uint64) (*ClassicFilter, error) {
 	if m == 0 || m > maxClassicBits {
 		return nil, fmt.Errorf("%w: m = %d bits, want 1 to %d", ErrInvalidConfig, m, uint64(maxClassicBits))
 	}
-	if k == 0 || s == GuavaMurmur128Mitz64 && k > 255 || k > 1<<16 {
+	if k == 0 || s == GuavaMurmur128Mitz64 && k > 255 || k > maxClassicK {
 		return nil, fmt.Errorf("%w: k = %d", ErrInvalidConfig, k)
 	}
 	words := (m + 63) / 64
 	if s == GuavaMurmur128Mitz64 {
+		if err := checkGuavaWords(words); err != nil {
+			return nil, err
+		}
 		m = words * 64
 	}
 	if mem := physicalMemory(); words*8 > mem {
 		return nil, fmt.Errorf("%w: %d bits, the machine has %d bytes", ErrTooLarge, m, mem)
 	}
-	return &ClassicFilter{strategy: s, m: m, k: k, words: make([]uint64, words)}, nil
+	return &ClassicFilter{strategy: s, m: m, k: k, length: m, words: make([]uint64, words)}, nil
 }
 
 // NewClassicWithEstimates sizes a classic filter for n keys at rate p the
@@ -88,8 +116,14 @@ func NewClassic(s Strategy, m, k uint64) (*ClassicFilter, error) {
 // ln²2⌋ rounded up to 64, k = round(m/n · ln 2)). For 5,000,000 keys at 1%
 // Guava 31.1 computes m = 47,925,291 bits (47,925,312 stored in 748,833
 // words) and k = 7, checked against the real Guava; the figure 47,962,029
-// that circulates for this example is not what Guava computes.
+// that circulates for this example is not what Guava computes. Guava takes
+// n = 0 as 1, and so does this for GuavaMurmur128Mitz64; bits-and-blooms'
+// k is undefined for n = 0 (a NaN converted to an integer), which is
+// refused.
 func NewClassicWithEstimates(s Strategy, n uint64, p float64) (*ClassicFilter, error) {
+	if n == 0 && s == GuavaMurmur128Mitz64 {
+		n = 1
+	}
 	if n == 0 || !(p > 0 && p < 1) {
 		return nil, fmt.Errorf("%w: n = %d, p = %v", ErrInvalidConfig, n, p)
 	}
@@ -154,6 +188,12 @@ func (f *ClassicFilter) probe(key []byte, add bool) bool {
 		h[0], h[1], h[2], h[3] = murmur3Pair(key)
 		for i := range f.k {
 			bit := (h[i%2] + i*h[2+((i+i%2)%4)/2]) % f.m
+			if bit >= f.length {
+				if present = false; !add {
+					break
+				}
+				f.extend(bit + 1)
+			}
 			if w, mask := bit/64, uint64(1)<<(bit%64); f.words[w]&mask == 0 {
 				if present = false; !add {
 					break
@@ -177,6 +217,17 @@ func (f *ClassicFilter) probe(key []byte, add bool) bool {
 	return present
 }
 
+// extend grows a bits-and-blooms bitset to length bits, as the bitset
+// package's Set does past its length: the new words are zero, and bits
+// beyond the old length in its last word, which the stream may have had
+// set, come into view.
+func (f *ClassicFilter) extend(length uint64) {
+	f.length = length
+	if words := (length + 63) / 64; words > uint64(len(f.words)) {
+		f.words = append(f.words, make([]uint64, words-uint64(len(f.words)))...)
+	}
+}
+
 // FillRatio returns the fraction of bits set.
 func (f *ClassicFilter) FillRatio() float64 {
 	n := 0
@@ -186,10 +237,10 @@ func (f *ClassicFilter) FillRatio() float64 {
 	return float64(n) / float64(f.m)
 }
 
-// Equal reports whether two classic filters have the same strategy, size, k
-// and bits.
+// Equal reports whether two classic filters have the same strategy, size, k,
+// bitset length and bits.
 func (f *ClassicFilter) Equal(o *ClassicFilter) bool {
-	if f.strategy != o.strategy || f.m != o.m || f.k != o.k {
+	if f.strategy != o.strategy || f.m != o.m || f.k != o.k || f.length != o.length {
 		return false
 	}
 	for i, w := range f.words {
@@ -200,15 +251,20 @@ func (f *ClassicFilter) Equal(o *ClassicFilter) bool {
 	return true
 }
 
-// WriteTo writes the filter in its library's format (see Strategy).
+// WriteTo writes the filter in its library's format (see Strategy). A
+// Guava filter beyond Guava's 2^31−1 words is refused with ErrTooLarge
+// before anything is written.
 func (f *ClassicFilter) WriteTo(w io.Writer) (int64, error) {
 	var head []byte
 	switch f.strategy {
 	case BitsAndBlooms:
 		head = binary.BigEndian.AppendUint64(head, f.m)
 		head = binary.BigEndian.AppendUint64(head, f.k)
-		head = binary.BigEndian.AppendUint64(head, f.m)
+		head = binary.BigEndian.AppendUint64(head, f.length)
 	case GuavaMurmur128Mitz64:
+		if err := checkGuavaWords(uint64(len(f.words))); err != nil {
+			return 0, err
+		}
 		head = append(head, 1, byte(f.k))
 		head = binary.BigEndian.AppendUint32(head, uint32(len(f.words)))
 	}
@@ -233,12 +289,19 @@ func (f *ClassicFilter) WriteTo(w io.Writer) (int64, error) {
 }
 
 // ReadClassic reads a filter written by the library of strategy s (or by
-// WriteTo), reading exactly its bytes. Its memory grows with the data that
-// arrives, never with what a header claims.
+// WriteTo), reading exactly its bytes. It reads what that library's own
+// reader reads, with the same answers: for bits-and-blooms a bitset length
+// other than m, k up to 2^32 (k = 0 tests every key present, as there);
+// for Guava 1 to 2^31−1 words and k from 1 to 255. It refuses m = 0, which
+// bits-and-blooms reads and then divides by, and a bitset shorter than m
+// whose growth to m bits the machine could not hold. Its memory grows with
+// the data that arrives, never with what a header claims: each allocation
+// is at most 16 times the bytes received, so a valid stream peaks at 1/16
+// over the filter's size.
 func ReadClassic(r io.Reader, s Strategy) (*ClassicFilter, int64, error) {
 	in := &exactReader{r: r}
 	fill := in.fill
-	var m, k, words uint64
+	var m, k, length uint64
 	switch s {
 	case BitsAndBlooms:
 		var head [24]byte
@@ -246,10 +309,13 @@ func ReadClassic(r io.Reader, s Strategy) (*ClassicFilter, int64, error) {
 			return nil, in.n, err
 		}
 		m, k = binary.BigEndian.Uint64(head[:]), binary.BigEndian.Uint64(head[8:])
-		if length := binary.BigEndian.Uint64(head[16:]); length != m {
-			return nil, in.n, fmt.Errorf("%w: bitset of %d bits in a filter of %d", ErrCorrupt, length, m)
+		length = binary.BigEndian.Uint64(head[16:])
+		if m == 0 || m > maxClassicBits || k > maxClassicK {
+			return nil, in.n, fmt.Errorf("%w: m = %d bits, k = %d", ErrCorrupt, m, k)
 		}
-		words = (m + 63) / 64
+		if mem := physicalMemory(); length < m && (m+63)/64*8 > mem {
+			return nil, in.n, fmt.Errorf("%w: %w: a bitset of %d bits may grow to m = %d, the machine has %d bytes", ErrCorrupt, ErrTooLarge, length, m, mem)
+		}
 	case GuavaMurmur128Mitz64:
 		var head [6]byte
 		if err := fill(head[:]); err != nil {
@@ -260,26 +326,30 @@ func ReadClassic(r io.Reader, s Strategy) (*ClassicFilter, int64, error) {
 		}
 		k = uint64(head[1])
 		n := int32(binary.BigEndian.Uint32(head[2:]))
-		if n <= 0 {
-			return nil, in.n, fmt.Errorf("%w: %d words", ErrCorrupt, n)
+		if n <= 0 || k == 0 {
+			return nil, in.n, fmt.Errorf("%w: %d words, k = %d", ErrCorrupt, n, k)
 		}
-		words, m = uint64(n), uint64(n)*64
+		m = uint64(n) * 64
+		length = m
 	default:
 		return nil, 0, fmt.Errorf("%w: %v", ErrUnknownStrategy, s)
 	}
-	if m == 0 || m > maxClassicBits || k == 0 || k > 1<<16 {
-		return nil, in.n, fmt.Errorf("%w: m = %d bits, k = %d", ErrCorrupt, m, k)
-	}
-	f := &ClassicFilter{strategy: s, m: m, k: k}
+	f := &ClassicFilter{strategy: s, m: m, k: k, length: length}
+	words := length/64 + min(1, length%64)
 	buf := make([]byte, ioChunk)
 	for done := uint64(0); done < words; {
-		n := min(words-done, ioChunk/8)
+		if done == uint64(len(f.words)) {
+			grown := make([]uint64, nextStreamAlloc(done, words, firstAlloc/8))
+			copy(grown, f.words)
+			f.words = grown
+		}
+		n := min(uint64(len(f.words))-done, ioChunk/8)
 		chunk := buf[:n*8]
 		if err := fill(chunk); err != nil {
 			return nil, in.n, err
 		}
 		for i := range n {
-			f.words = append(f.words, binary.BigEndian.Uint64(chunk[i*8:]))
+			f.words[done+i] = binary.BigEndian.Uint64(chunk[i*8:])
 		}
 		done += n
 	}

@@ -154,3 +154,36 @@ func TestGuavaCompatibility(t *testing.T) {
 		})
 	}
 }
+
+// TestGuavaZeroExpectedInsertions: BloomFilter.create(funnel, 0, p), which
+// Guava sizes as for one key, is byte for byte NewClassicWithEstimates(
+// GuavaMurmur128Mitz64, 0, p), before and after keys are put in.
+func TestGuavaZeroExpectedInsertions(t *testing.T) {
+	classpath := compileGuavaCompat(t)
+	dir := t.TempDir()
+	for _, keys := range [][]string{nil, {"a", "did:plc:alice", "ünïcödé"}} {
+		for _, p := range []float64{0.01, 0.3} {
+			writeLines(t, filepath.Join(dir, "keys"), keys)
+			if keys == nil {
+				os.WriteFile(filepath.Join(dir, "keys"), nil, 0o644)
+			}
+			writeLines(t, filepath.Join(dir, "queries"), []string{"a", "b"})
+			out := filepath.Join(dir, "guava.bin")
+			if err := exec.Command("java", "-cp", classpath, "GuavaCompat", "create", "string", "0",
+				strconv.FormatFloat(p, 'g', -1, 64), filepath.Join(dir, "keys"), out, filepath.Join(dir, "queries")).Run(); err != nil {
+				t.Fatalf("java create with 0 expected insertions: %v", err)
+			}
+			want, _ := os.ReadFile(out)
+			f, err := NewClassicWithEstimates(GuavaMurmur128Mitz64, 0, p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, k := range keys {
+				f.AddString(k)
+			}
+			if got, _ := f.MarshalBinary(); !bytes.Equal(got, want) {
+				t.Errorf("%d keys at p=%v: ours %x, Guava's %x", len(keys), p, got, want)
+			}
+		}
+	}
+}
