@@ -99,21 +99,27 @@ func (f *AtomicRedisBloomFilter) AddString(item string) (bool, error) {
 	return f.Add(stringBytes(item))
 }
 
+// addHash is RedisBloomFilter.addHash with atomic operations.
 func (f *AtomicRedisBloomFilter) addHash(a, b uint64) (bool, error) {
 	links := *f.links.Load()
-	if testRBLinks(links, a, b) {
-		return false, nil
-	}
 	cur := links[len(links)-1]
 	if cur.items.Load() >= cur.entries {
+		if testRBLinks(links, a, b) {
+			return false, nil
+		}
 		var err error
 		if links, err = f.grow(len(links)); err != nil {
 			return false, err
 		}
 		cur = links[len(links)-1]
+	} else if testRBLinks(links[:len(links)-1], a, b) {
+		return false, nil
 	}
 	words := cur.loadWords()
 	if words == nil {
+		if cur.test(nil, a, b) {
+			return false, nil
+		}
 		words = f.allocate(cur)
 	}
 	if cur.addAtomic(words, a, b) {

@@ -9,7 +9,8 @@ import (
 // of the same bits and hashes (its first filter's), so that the difference
 // is the code: RedisBloom's two MurmurHash64A passes and modulo positions
 // against bits-and-blooms' MurmurHash3 pair. Keys are benchKey's 16 bytes;
-// the filters hold n keys, add re-adds them, test-miss asks for others.
+// the filters hold n keys, add re-adds them, test-miss asks for others,
+// add-new adds distinct keys to an empty filter reserved for 2^24.
 func BenchmarkRedisBloom(b *testing.B) {
 	for _, n := range []uint64{1e4, 1e6, 1e8} {
 		if n > 1e6 && testing.Short() {
@@ -28,6 +29,9 @@ func benchRedisBloom(b *testing.B, n uint64) {
 	atomic, _ := NewAtomicRedisBloom(c)
 	link := plain.Link(0)
 	classic, _ := NewClassic(BitsAndBlooms, link.Bits, uint64(link.Hashes))
+	big := RedisBloomConfig{Capacity: 1 << 24, ErrorRate: 0.01, Expansion: 2}
+	bigChain, _ := NewRedisBloom(big)
+	bigLink := bigChain.Link(0)
 	var buf [16]byte
 	for i := range n {
 		k := benchKey(&buf, i)
@@ -36,14 +40,35 @@ func benchRedisBloom(b *testing.B, n uint64) {
 		classic.Add(k)
 	}
 	for _, s := range []struct {
-		name string
-		add  func([]byte)
-		test func([]byte) bool
+		name  string
+		add   func([]byte)
+		test  func([]byte) bool
+		fresh func() func([]byte)
 	}{
-		{"redisbloom", func(k []byte) { plain.Add(k) }, plain.Test},
-		{"redisbloom-atomic", func(k []byte) { atomic.Add(k) }, atomic.Test},
-		{"classic", classic.Add, classic.Test},
+		{"redisbloom", func(k []byte) { plain.Add(k) }, plain.Test, func() func([]byte) {
+			f, _ := NewRedisBloom(big)
+			return func(k []byte) { f.Add(k) }
+		}},
+		{"redisbloom-atomic", func(k []byte) { atomic.Add(k) }, atomic.Test, func() func([]byte) {
+			f, _ := NewAtomicRedisBloom(big)
+			return func(k []byte) { f.Add(k) }
+		}},
+		{"classic", classic.Add, classic.Test, func() func([]byte) {
+			f, _ := NewClassic(BitsAndBlooms, bigLink.Bits, uint64(bigLink.Hashes))
+			return f.Add
+		}},
 	} {
+		// New items into an empty filter reserved for 2^24 of them, so
+		// that the chains do not grow during the run.
+		b.Run(s.name+"/add-new", func(b *testing.B) {
+			b.ReportAllocs()
+			add := s.fresh()
+			i := uint64(0)
+			for b.Loop() {
+				add(benchKey(&buf, i))
+				i++
+			}
+		})
 		b.Run(s.name+"/add", func(b *testing.B) {
 			b.ReportAllocs()
 			i := uint64(0)

@@ -98,21 +98,37 @@ func (f *RedisBloomFilter) AddString(item string) (bool, error) {
 	return f.Add(stringBytes(item))
 }
 
+// addHash is SBChain_Add in one pass over the newest filter when it has
+// room: the older filters are tested, then the item's bits are set in the
+// newest, and it was present there exactly when none was clear, which
+// changed nothing. That is RedisBloom's test-every-filter-then-add, without
+// the newest filter's test, whose first cache miss would otherwise be
+// waited out before the add's.
 func (f *RedisBloomFilter) addHash(a, b uint64) (bool, error) {
-	if f.testHash(a, b) {
-		return false, nil
-	}
-	cur := &f.links[len(f.links)-1]
+	n := len(f.links)
+	cur := &f.links[n-1]
 	if cur.items >= cur.entries {
-		next, err := f.nextLink(&cur.rbParams, len(f.links), f.totalBytes())
+		if f.testHash(a, b) {
+			return false, nil
+		}
+		next, err := f.nextLink(&cur.rbParams, n, f.totalBytes())
 		if err != nil {
 			return false, err
 		}
 		f.links = append(f.links, rbLink{rbParams: next, words: make([]uint64, next.words())})
-		cur = &f.links[len(f.links)-1]
-	}
-	if cur.words == nil {
-		cur.words = make([]uint64, cur.rbParams.words())
+		cur = &f.links[n]
+	} else {
+		for i := n - 2; i >= 0; i-- {
+			if l := &f.links[i]; l.test(l.words, a, b) {
+				return false, nil
+			}
+		}
+		if cur.words == nil {
+			if cur.test(nil, a, b) {
+				return false, nil
+			}
+			cur.words = make([]uint64, cur.rbParams.words())
+		}
 	}
 	if cur.add(cur.words, a, b) {
 		cur.items++
