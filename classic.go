@@ -31,6 +31,7 @@ const (
 	GuavaMurmur128Mitz64 Strategy = 2
 )
 
+// String names the strategy.
 func (s Strategy) String() string {
 	switch s {
 	case BitsAndBlooms:

@@ -34,9 +34,9 @@ const (
 // without a reservation (bf-initial-size, bf-error-rate,
 // bf-expansion-factor).
 const (
-	RedisBloomDefaultCapacity  = 100
-	RedisBloomDefaultErrorRate = 0.01
-	RedisBloomDefaultExpansion = 2
+	RedisBloomDefaultCapacity  = 100  // items of the first filter
+	RedisBloomDefaultErrorRate = 0.01 // the chain's error rate
+	RedisBloomDefaultExpansion = 2    // growth factor
 )
 
 // RedisBloomMaxChunk is the most bytes one BF.SCANDUMP data chunk carries
@@ -357,25 +357,7 @@ func (p *rbParams) info(items uint64) RedisBloomLink {
 		Items: items, ErrorRate: p.errRate, BitsPerEntry: p.bpe, N2: p.n2}
 }
 
-// The header chunk: BF.SCANDUMP's first reply, BF.LOADCHUNK's first
-// argument. It is RedisBloom's packed C structs on a little-endian machine.
-//
-//	offset      size  field
-//	     0         8  size: items in the chain (uint64)
-//	     8         4  nfilters (uint32, ≥ 1)
-//	    12         4  options (uint32, RedisBloomNoRound etc.)
-//	    16         4  growth: the expansion factor (uint32)
-//	    20     53·n   one per filter, oldest first:
-//	                    +0  8  bytes of its bits (uint64)
-//	                    +8  8  bits, 8·bytes (uint64)
-//	                   +16  8  size: items taken as new in it (uint64)
-//	                   +24  8  error rate (IEEE 754 binary64)
-//	                   +32  8  bits per entry, bpe (binary64)
-//	                   +40  4  hashes, ⌈0.693147180559945·bpe⌉ (uint32)
-//	                   +44  8  entries: its capacity (uint64)
-//	                   +52  1  n2: log2 of its bits if a power of two, else 0
-//	 20+53·n      16  only for a chain with a hash configuration
-//	                  (bf-hash-seed): version 1 (uint64), seed (uint64)
+// The header chunk's layout is in RedisBloomFilter's doc.
 
 // rbHeader is a decoded header chunk.
 type rbHeader struct {

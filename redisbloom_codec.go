@@ -14,19 +14,8 @@ import (
 // byte for byte (error rates, bits per entry and counts as RedisBloom
 // wrote them), so that the chain dumps back as it came; the ohbloom
 // header's fields (seed, partitions, block count) would all be unused; and
-// nobody maps such a chain from a file to probe it in place. So
-// MarshalBinary frames the dump with a magic, a length and a checksum,
-// and a server stores that in its own records.
-//
-// Version 1, integers little-endian:
-//
-//	offset  size  field
-//	     0     8  magic "OHRBCHN" and version byte 1
-//	     8     4  H, the length of the header chunk (uint32)
-//	    12     H  the header chunk, as BF.SCANDUMP iterator 0 returns it
-//	  12+H     Σ  every filter's bytes, oldest first: the data chunks'
-//	              bytes concatenated (Σ = the sum of the header's bytes fields)
-//	12+H+Σ     8  XXH3_64bits (seed 0) of every byte before it
+// nobody maps such a chain from a file to probe it in place. The format is
+// on RedisBloomFilter.MarshalBinary.
 const (
 	rbMagic       = "OHRBCHN\x01"
 	rbFrameHeader = 12
@@ -228,8 +217,18 @@ func readRB(r io.Reader) (rbHeader, [][]uint64, int64, error) {
 
 func (f *RedisBloomFilter) words(i int) []uint64 { return f.links[i].words }
 
-// MarshalBinary encodes the chain: its header chunk and its filters' bytes,
-// framed with a magic, a length and a checksum (see the format above).
+// MarshalBinary encodes the chain for storage: its header chunk and its
+// filters' bytes, framed with a magic, a length and a checksum, so that a
+// server can keep a RedisBloom key in its own records. Version 1, integers
+// little-endian:
+//
+//	offset  size  field
+//	     0     8  magic "OHRBCHN" and version byte 1
+//	     8     4  H, the length of the header chunk (uint32)
+//	    12     H  the header chunk, as BF.SCANDUMP iterator 0 returns it
+//	  12+H     Σ  every filter's bytes, oldest first: the data chunks'
+//	              bytes concatenated (Σ = the sum of the header's bytes fields)
+//	12+H+Σ     8  XXH3_64bits (seed 0) of every byte before it
 func (f *RedisBloomFilter) MarshalBinary() ([]byte, error) {
 	return marshalRB(&f.rbChain, len(f.links), f.link, f.words), nil
 }

@@ -12,33 +12,73 @@ import (
 // give them back; for new filters, Filter and ScalableFilter use less
 // memory and one cache miss per key.
 //
-// A chain is a list of classic Bloom filters ("links"), oldest first. An
-// item hashes once to (a, b) (see the hashes at rbHasher: MurmurHash64A
-// with seed 0xc6a4a7935bd1e995, then with seed a, for every chain RedisBloom
-// creates today), and probes, in a filter of m bits with k hashes, bits
+// # Chain
 //
-//	x_i = ((a + i·b) mod 2^64) mod m'   for i < k
+// A chain is a list of classic Bloom filters ("links"), oldest first, and
+// options: RedisBloomForce64|RedisBloomNoRound for every chain RedisBloom
+// creates, plus RedisBloomNoScaling for NONSCALING. Its first filter is
+// sized for the reserved capacity at half the error rate (all of it when
+// NONSCALING). Test answers yes if any filter has all the item's bits,
+// newest first. Add does nothing for an item that tests present, and it is
+// not counted; otherwise, if the newest filter holds as many items as its
+// capacity, the chain grows (NONSCALING: ErrRedisBloomFull) by a filter of
+// expansion times the newest one's capacity at half its error rate. The
+// item's bits go to the newest filter, and it counts if one was clear.
 //
-// where m' is 2^n2 for a filter rounded to a power of two and m otherwise
-// (RedisBloom rounds no more: its filters have n2 = 0). Bit x is bit x mod 8
-// of byte x/8 of the filter's bytes. Test checks the newest filter first and
-// answers yes if any filter has all k bits. Add does nothing for an item
-// that tests present (it is not counted); otherwise, if the newest filter
-// holds its capacity, the chain grows (or, NONSCALING, refuses with
-// ErrRedisBloomFull): the new filter holds expansion times the last one's
-// capacity at half its error rate, sized as bloom_init sizes it (see
-// rbInit). The first filter gets half the chain's error rate, or all of it
-// when NONSCALING. The item's bits go to the newest filter, and it counts
-// if one of them was clear.
+// # Hashing and bits
 //
-// BF.SCANDUMP iterator 0 returns iterator 1 and the header chunk (its
-// layout is at rbHeader's encoder, encodeRBHeader); iterator i ≥ 1 returns
-// up to RedisBloomMaxChunk bytes of the filters' bits from position i−1 of
-// their concatenation, never crossing from one filter into the next, and
-// the iterator i + their length; past the end, iterator 0 and nothing.
-// BF.LOADCHUNK of a header creates the chain (NewRedisBloomFromHeader);
-// of data, writes it so that its last byte is at position iterator−2
-// (LoadChunk).
+// An item hashes once to (a, b) = (MurmurHash64A(item, 0xc6a4a7935bd1e995),
+// MurmurHash64A(item, a)); without RedisBloomForce64 (old chains) the two
+// are 32-bit MurmurHash2 with seeds 0x9747b28c and a; a chain whose header
+// carries bf-hash-seed's configuration uses XXH3_64 with seeds s and
+// s + 0x9e3779b97f4a7c15. A filter of m bits and k hashes probes
+//
+//	x_i = ((a + i·b) mod 2^64) mod m'    for i < k
+//
+// where m' = 2^n2 for a filter rounded to a power of two, else m' = m.
+// Bit x is bit x mod 8 of byte x/8 of the filter's bytes.
+//
+// # Sizing
+//
+// A filter for n items at error rate e (bloom_init), in IEEE doubles:
+//
+//	bpe    = |ln(e) / 0.480453013918201|      (ln correctly rounded)
+//	k      = ⌈0.693147180559945 · bpe⌉
+//	m      = max(1, ⌊n · bpe⌋)                with RedisBloomNoRound, else
+//	m      = 2^n2, n2 = logb(n·bpe) + 1, and the capacity grows by
+//	         ⌊⌊m − n·bpe⌋ / bpe⌋
+//	bytes  = ⌈m / 64⌉ · 8, and m becomes 8 · bytes
+//
+// # Dump
+//
+// BF.SCANDUMP iterator 0 returns iterator 1 and the header chunk; iterator
+// i ≥ 1 returns up to RedisBloomMaxChunk bytes of the filters' bytes
+// concatenated, from position i − 1, never crossing from one filter into
+// the next, and iterator i + their length; past the end, iterator 0 and no
+// bytes. BF.LOADCHUNK of a header creates the chain
+// (NewRedisBloomFromHeader); of data, writes it so that it ends at position
+// iterator − 2 (LoadChunk). The header chunk is RedisBloom's packed C
+// structs, little-endian:
+//
+//	offset    size  field
+//	     0       8  items in the chain (uint64), the sum of the filters'
+//	     8       4  number of filters n (uint32, ≥ 1)
+//	    12       4  options (uint32)
+//	    16       4  expansion (uint32)
+//	    20    53·n  per filter, oldest first:
+//	                  +0  8  bytes (uint64)
+//	                  +8  8  bits, 8 · bytes (uint64)
+//	                 +16  8  items counted in it (uint64)
+//	                 +24  8  error rate (float64)
+//	                 +32  8  bits per entry, bpe (float64)
+//	                 +40  4  hashes k (uint32)
+//	                 +44  8  capacity (uint64)
+//	                 +52  1  n2 (uint8), 0 unless a power of two
+//	20+53·n     16  only with bf-hash-seed: version 1, seed (uint64 each)
+//
+// BF.INFO reports Capacity = Σ capacities, Size = 32 + Σ (64 + bytes),
+// Number of filters, Number of items inserted, and Expansion rate (nil when
+// NONSCALING).
 //
 // Each filter's bits are allocated when first written (by a chunk or an
 // add), so a header alone costs no more memory than its own bytes.
