@@ -229,10 +229,15 @@ func (f *ClassicFilter) extend(length uint64) {
 	}
 }
 
-// FillRatio returns the fraction of bits set.
+// FillRatio returns the fraction of the m bits set, counting only the
+// bits that tests can see: those below m and the bitset's length.
 func (f *ClassicFilter) FillRatio() float64 {
+	end := min(f.m, f.length)
 	n := 0
-	for _, w := range f.words {
+	for i, w := range f.words[:(end+63)/64] {
+		if rest := end - uint64(i)*64; rest < 64 {
+			w &= 1<<rest - 1
+		}
 		n += bits.OnesCount64(w)
 	}
 	return float64(n) / float64(f.m)

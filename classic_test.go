@@ -89,8 +89,13 @@ func TestClassicBitsAndBloomsOddStreams(t *testing.T) {
 			t.Errorf("%s: written back differently", c.name)
 		}
 	}
+	// Bits a test cannot see do not count as set.
+	f, _, _ := ReadClassic(bytes.NewReader(bbStream(100, 3, 128, 0, ^uint64(0))), BitsAndBlooms)
+	if got := f.FillRatio(); got != 36.0/100 {
+		t.Errorf("FillRatio %v, want 0.36: bits 64..99 of 100", got)
+	}
 	// k = 0 says yes to everything, as bits-and-blooms' Test does.
-	f, _, _ := ReadClassic(bytes.NewReader(bbStream(64, 0, 64, 0)), BitsAndBlooms)
+	f, _, _ = ReadClassic(bytes.NewReader(bbStream(64, 0, 64, 0)), BitsAndBlooms)
 	if !f.TestString("anything") {
 		t.Error("k = 0 tests absent")
 	}
