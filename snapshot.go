@@ -157,7 +157,7 @@ type Snapshot struct {
 // the file is exactly as long as the header announces, and the checksum of
 // the data, so that a Test never answers from corrupt bits. Checking the
 // data reads the file once, at memory speed when it is in the page cache
-// (0.1 s for a 1.25 GB snapshot on a 2-core VM, 0.2% of rebuilding it from
+// (0.1 s for a 1.25 GB snapshot on a 2-core VM, 0.15% of rebuilding it from
 // its keys; from disk, at the disk's speed), and leaves its pages mapped
 // for the Tests that follow. A file that fails a check is an error wrapping one of
 // the package's sentinels: ErrChecksum for a changed byte, ErrTruncated for
