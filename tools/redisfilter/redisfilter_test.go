@@ -483,3 +483,30 @@ func TestDeadlineHoldsOnFrozenNode(t *testing.T) {
 		t.Fatal("the client never reached the frozen node")
 	}
 }
+
+// The description comes from Redis, where anyone with access may have
+// written anything: parseMeta returns an error or a layout it can write
+// back identically, never a panic, and never a shard size Redis cannot hold.
+func FuzzParseMeta(f *testing.F) {
+	l, _ := ohbloom.NewLayout(ohbloom.Config{Capacity: 1_000_000, FPR: 0.01, Seed: 7})
+	f.Add(describe(l, DefaultShardBlocks))
+	f.Add("ohbloom-redis v2 blocks=10 k=7 seed=0 shard_blocks=5 capacity=0 fpr=0")
+	f.Add("ohbloom-redis v2 blocks=4294967296 k=16 seed=18446744073709551615 shard_blocks=8388608 capacity=1 fpr=NaN")
+	f.Add("ohbloom-redis v1 blocks=10 k=7 seed=0 shard_blocks=5 capacity=0 fpr=0")
+	f.Fuzz(func(t *testing.T, s string) {
+		l, shard, err := parseMeta(s)
+		if err != nil {
+			if !errors.Is(err, ErrMeta) {
+				t.Fatalf("%q: %v does not wrap ErrMeta", s, err)
+			}
+			return
+		}
+		if shard == 0 || shard > MaxShardBlocks || shard > l.Blocks() {
+			t.Fatalf("%q: shard_blocks %d accepted", s, shard)
+		}
+		again, shard2, err := parseMeta(describe(l, shard))
+		if err != nil || !again.Equal(l) || shard2 != shard {
+			t.Fatalf("%q: written back as %q: %v", s, describe(l, shard), err)
+		}
+	})
+}
