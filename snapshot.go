@@ -103,7 +103,7 @@ func createTemp(dir, prefix string) (*os.File, error) {
 
 // Load reads a snapshot written by Save (or any encoded filter) into a new
 // Filter. The file is read once, decoded and checked in full; see Open to
-// serve a large snapshot without reading it.
+// serve a large snapshot from the file itself, without a copy in memory.
 func Load(path string) (*Filter, error) {
 	file, err := os.Open(path)
 	if err != nil {
