@@ -21,9 +21,10 @@ const BlockBytes = blockBytes
 type Layout struct{ l layout }
 
 // NewLayout sizes a layout from c exactly as NewWithConfig sizes a filter,
-// and allocates nothing.
+// and allocates nothing: a layout larger than this machine's memory is
+// fine, since its bits live elsewhere.
 func NewLayout(c Config) (Layout, error) {
-	l, err := c.plan()
+	l, err := c.planLayout()
 	return Layout{l}, err
 }
 

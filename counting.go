@@ -69,6 +69,9 @@ func nibble(b *block, c uint32) uint64 { return atomic.LoadUint64(&b[c/16]) >> (
 // counter partition tables.
 func newCountingLayout(c Config) (countingLayout, error) {
 	nblocks, k, seed, err := c.geometry(counterTable)
+	if err == nil {
+		err = checkMemory(nblocks)
+	}
 	if err != nil {
 		return countingLayout{}, err
 	}

@@ -63,8 +63,9 @@
 //
 // Filters encode to a documented, checksummed, versioned format
 // (Filter.WriteTo) whose header records the hash, the seed and the
-// geometry. Save writes it to a file crash-safely; Open maps a file and
-// probes it in place, in a fraction of a millisecond whatever its size.
+// geometry. Save writes it to a file crash-safely; Open maps a file, checks
+// its checksum at memory speed and probes it in place (OpenUnverified skips
+// the check and opens in a fraction of a millisecond whatever the size).
 //
 // The default seed is fixed (DefaultSeed) so that filters built by
 // different processes agree and can be merged; Config.RandomSeed gives a

@@ -58,8 +58,20 @@ var ErrInvalidConfig = errors.New("ohbloom: invalid config")
 // or more memory than the platform can address or the machine has.
 var ErrTooLarge = errors.New("ohbloom: filter too large")
 
-// plan turns a Config into a layout with no storage yet.
+// plan turns a Config into a layout with no storage yet, for a filter
+// about to be allocated here: one larger than this machine's memory is
+// ErrTooLarge.
 func (c Config) plan() (layout, error) {
+	l, err := c.planLayout()
+	if err == nil {
+		err = checkMemory(l.nblocks)
+	}
+	return l, err
+}
+
+// planLayout is plan without the memory check, for a Layout whose bits
+// live elsewhere (NewLayout; a Redis-stored filter).
+func (c Config) planLayout() (layout, error) {
 	var l layout
 	nblocks, k, seed, err := c.geometry(bitTable)
 	if err != nil {
@@ -90,7 +102,7 @@ func (c Config) geometry(table *partitionTable) (nblocks uint64, k int, seed uin
 		if c.Blocks == 0 {
 			return 0, 0, 0, fmt.Errorf("%w: K is set but Blocks is 0", ErrInvalidConfig)
 		}
-		if err := checkBlocks(c.Blocks); err != nil {
+		if err := checkBlockLimits(c.Blocks); err != nil {
 			return 0, 0, 0, err
 		}
 		return c.Blocks, c.K, seed, nil
@@ -114,10 +126,25 @@ func (l *layout) setGeometry(nblocks uint64, k int) {
 // checkBlocks refuses block counts beyond MaxBlocks, beyond what a slice can
 // index on this platform, or beyond this machine's memory.
 func checkBlocks(n uint64) error {
+	if err := checkBlockLimits(n); err != nil {
+		return err
+	}
+	return checkMemory(n)
+}
+
+// checkBlockLimits refuses block counts beyond MaxBlocks or beyond what a
+// slice can index on this platform.
+func checkBlockLimits(n uint64) error {
 	if n > MaxBlocks || n > uint64(math.MaxInt/blockBytes)-1 {
 		return fmt.Errorf("%w: %d blocks, at most %d here",
 			ErrTooLarge, n, min(MaxBlocks, uint64(math.MaxInt/blockBytes)-1))
 	}
+	return nil
+}
+
+// checkMemory refuses block counts beyond this machine's memory, for a
+// filter about to be allocated.
+func checkMemory(n uint64) error {
 	if mem := physicalMemory(); n > mem/blockBytes {
 		return fmt.Errorf("%w: %d blocks take %d bytes, the machine has %d (RAM and swap)",
 			ErrTooLarge, n, n*blockBytes, mem)
@@ -201,7 +228,7 @@ func (t *partitionTable) size(n uint64, p float64) (blocks uint64, k int, err er
 		bf = hi
 	}
 	blocks = uint64(bf)
-	if err := checkBlocks(blocks); err != nil {
+	if err := checkBlockLimits(blocks); err != nil {
 		return 0, 0, err
 	}
 	return blocks, k, nil

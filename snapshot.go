@@ -6,8 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"runtime/debug"
+	"strconv"
 
 	"github.com/zeebo/xxh3"
 )
@@ -35,13 +39,26 @@ func (f writerToFunc) WriteTo(w io.Writer) (int64, error) { return f(w) }
 // directory synced, so that a crash leaves either the old file or the new
 // one. Every filter type's Save uses it; it is exported for files that hold
 // a filter among other things (a server's records, say).
+//
+// The file is created with permissions 0666 less the process's umask, as
+// cp, tar and most tools create files (0644 under the usual umask 022):
+// a snapshot is meant to be read by other processes. A path that names a
+// directory is an error before anything is written.
 func SaveFile(path string, src io.WriterTo) (err error) {
+	if st, err := os.Stat(path); err == nil && st.IsDir() {
+		return fmt.Errorf("ohbloom: save %s: is a directory", path)
+	}
 	dir, name := filepath.Split(path)
 	if dir == "" {
 		dir = "."
 	}
-	tmp, err := os.CreateTemp(dir, "."+name+".tmp-*")
+	tmp, err := createTemp(dir, "."+name+".tmp-")
 	if err != nil {
+		// The temporary file's name would only confuse: say what failed.
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err
+		}
 		return fmt.Errorf("ohbloom: save %s: %w", path, err)
 	}
 	defer func() {
@@ -70,13 +87,27 @@ func SaveFile(path string, src io.WriterTo) (err error) {
 	return syncDir(dir)
 }
 
+// createTemp creates a new file dir/prefix+random, as os.CreateTemp does
+// but with permissions 0666 less the umask: os.CreateTemp makes its files
+// 0600, which would keep other users and services from reading snapshots.
+func createTemp(dir, prefix string) (*os.File, error) {
+	for range 100 {
+		name := filepath.Join(dir, prefix+strconv.FormatUint(uint64(rand.Uint32()), 10))
+		f, err := os.OpenFile(name, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o666)
+		if !errors.Is(err, fs.ErrExist) {
+			return f, err
+		}
+	}
+	return nil, &fs.PathError{Op: "createtemp", Path: filepath.Join(dir, prefix+"*"), Err: fs.ErrExist}
+}
+
 // Load reads a snapshot written by Save (or any encoded filter) into a new
 // Filter. The file is read once, decoded and checked in full; see Open to
-// serve a large snapshot without reading it.
+// serve a large snapshot from the file itself, without a copy in memory.
 func Load(path string) (*Filter, error) {
 	file, err := os.Open(path)
 	if err != nil {
-		return nil, fmt.Errorf("ohbloom: load: %w", err)
+		return nil, fmt.Errorf("ohbloom: %w", err) // "open PATH: why"
 	}
 	defer file.Close()
 	var f Filter
@@ -91,27 +122,65 @@ func Load(path string) (*Filter, error) {
 }
 
 // Snapshot is a read-only filter served from a snapshot file mapped into
-// memory: opening it costs a few system calls whatever its size, and pages
-// are read from disk (or the page cache) as Tests touch them. It is safe for
-// concurrent use by multiple goroutines, up to Close.
+// memory. It is safe for concurrent use by multiple goroutines, up to Close.
 //
 // Where files cannot be mapped in place (not unix, or a big-endian CPU),
 // Open reads the file instead.
+//
+// # Replacing a mapped file
+//
+// The mapping shares the file's pages: a Snapshot answers from whatever the
+// file holds at the moment of each Test, not from what Open checked. Writers
+// that change the file in place therefore reach into a running process:
+//
+//   - truncate, or anything that shortens the file (cp over it truncates it
+//     first): a Test that reaches a page past the new end faults, and the
+//     fault (SIGBUS) kills the process; recover cannot catch it. The
+//     Checked methods (TestChecked, TestBatchChecked) turn it into an error
+//     wrapping ErrTruncated, at about 10 ns a call.
+//   - cp, dd, or any write over the old bytes: Tests answer from a mix of
+//     old and new bits, unchecked, and may say "absent" for a key that is
+//     in both files.
+//
+// Replace a snapshot by renaming a new file over it, as Save does (or
+// write it elsewhere on the same file system, then mv): the open Snapshot
+// keeps the old file's pages until Close, and the next Open sees the new
+// file. Never copy over a file that a process has open.
 type Snapshot struct {
 	layout
 	mapping []byte // the mapped file, nil when it was read
 	path    string
 }
 
-// Open opens a snapshot file written by Save. It checks everything but the
-// data checksum: the header (magic, version, kind, hash, partitions, its own
-// checksum) and that the file is exactly as long as the header announces.
-// Checking the data would read the whole file, which is what Open avoids;
-// call Verify for that (the ohbloom command's info does).
-func Open(path string) (*Snapshot, error) {
+// Open opens a snapshot file written by Save and checks all of it: the
+// header (magic, version, kind, hash, partitions, its own checksum), that
+// the file is exactly as long as the header announces, and the checksum of
+// the data, so that a Test never answers from corrupt bits. Checking the
+// data reads the file once, at memory speed when it is in the page cache
+// (0.1 s for a 1.25 GB snapshot on a 2-core VM, 0.15% of rebuilding it from
+// its keys; from disk, at the disk's speed), and leaves its pages mapped
+// for the Tests that follow. A file that fails a check is an error wrapping one of
+// the package's sentinels: ErrChecksum for a changed byte, ErrTruncated for
+// a short file, and so on.
+//
+// The returned Snapshot maps the file: see the type's documentation for
+// what writing to the file in place does to it, and how to replace it
+// safely.
+func Open(path string) (*Snapshot, error) { return open(path, true) }
+
+// OpenUnverified opens a snapshot as Open does but skips the data checksum:
+// it checks the header and the file's length only, and costs a few system
+// calls whatever the file's size, reading pages as Tests touch them. A
+// changed byte in the data then goes unnoticed, and Test may answer
+// "absent" for a key that was added. Use it where the file is known good
+// (this process wrote it, or checked it before) or where start-up time
+// matters more than that risk, and call Verify when there is time.
+func OpenUnverified(path string) (*Snapshot, error) { return open(path, false) }
+
+func open(path string, verify bool) (*Snapshot, error) {
 	file, err := os.Open(path)
 	if err != nil {
-		return nil, fmt.Errorf("ohbloom: open: %w", err)
+		return nil, fmt.Errorf("ohbloom: %w", err) // "open PATH: why"
 	}
 	defer file.Close()
 	var hdr [headerSize]byte
@@ -142,27 +211,98 @@ func Open(path string) (*Snapshot, error) {
 		return nil, fmt.Errorf("ohbloom: open %s: %w", path, err)
 	}
 	if s.blocks == nil {
-		// No mapping here: read the file the ordinary way.
+		// No mapping here: read the file the ordinary way, which checks
+		// the data as it goes, verified or not.
 		f, err := Load(path)
 		if err != nil {
 			return nil, err
 		}
 		s.layout = f.layout
+		return s, nil
+	}
+	if verify {
+		if err := s.Verify(); err != nil {
+			s.Close()
+			return nil, err
+		}
 	}
 	return s, nil
 }
 
-// Verify reads the whole snapshot and checks its data checksum.
+// Verify reads the whole snapshot and checks its data checksum. Open does
+// this already; it is for a Snapshot from OpenUnverified, or to check
+// again later. A file truncated under the mapping is an error wrapping
+// ErrTruncated, not a crash.
 func (s *Snapshot) Verify() error {
 	if s.mapping == nil {
 		return nil // read by Load, which checked it
 	}
-	size := len(s.mapping)
-	sum := xxh3.Hash(s.mapping[:size-trailerSize])
-	if rec := binary.LittleEndian.Uint64(s.mapping[size-trailerSize:]); sum != rec {
+	var sum, rec uint64
+	if err := s.guard(func() {
+		size := len(s.mapping)
+		sum = xxh3.Hash(s.mapping[:size-trailerSize])
+		rec = binary.LittleEndian.Uint64(s.mapping[size-trailerSize:])
+	}); err != nil {
+		return err
+	}
+	if sum != rec {
 		return fmt.Errorf("ohbloom: %s: %w: data hashes to %#x, recorded %#x", s.path, ErrChecksum, sum, rec)
 	}
 	return nil
+}
+
+// guard runs fn, which reads the mapping, and turns a fault on it (the
+// file shrank under the mapping) into an error instead of a crash:
+// debug.SetPanicOnFault makes the fault a panic in this goroutine, and the
+// panic is recovered here. A panic of any other kind goes on.
+func (s *Snapshot) guard(fn func()) (err error) {
+	if s.mapping == nil {
+		fn()
+		return nil
+	}
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	defer s.recoverFault(&err)
+	fn()
+	return nil
+}
+
+// recoverFault, deferred, recovers a fault on the mapping into *err.
+func (s *Snapshot) recoverFault(err *error) {
+	r := recover()
+	if r == nil {
+		return
+	}
+	if f, ok := r.(interface{ Addr() uintptr }); ok && s.maps(f.Addr()) {
+		*err = fmt.Errorf("ohbloom: %s: %w: the file shrank under its mapping (truncated or copied over in place; replace a snapshot by rename)", s.path, ErrTruncated)
+		return
+	}
+	panic(r)
+}
+
+// maps reports whether addr lies in the mapping.
+func (s *Snapshot) maps(addr uintptr) bool {
+	start := addressOf(s.mapping)
+	return addr >= start && addr-start < uintptr(len(s.mapping))
+}
+
+// TestChecked is Test, but a file truncated under the mapping makes it
+// return an error wrapping ErrTruncated where Test would crash the process
+// (see Snapshot). It costs about 10 ns more than Test (measured on a
+// snapshot in the caches: 22 ns against 11), which matters only where a
+// Test costs little; TestBatchChecked pays it once per batch.
+func (s *Snapshot) TestChecked(key []byte) (ok bool, err error) {
+	if s.mapping == nil {
+		return s.Test(key), nil
+	}
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	defer s.recoverFault(&err)
+	return s.Test(key), nil
+}
+
+// TestBatchChecked is TestBatch with the check of TestChecked, paid once
+// for the whole batch.
+func (s *Snapshot) TestBatchChecked(keys [][]byte, results []bool) error {
+	return s.guard(func() { s.TestBatch(keys, results) })
 }
 
 // Test reports whether key may be in the snapshot.

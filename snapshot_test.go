@@ -1,8 +1,10 @@
 package ohbloom
 
 import (
+	"bufio"
 	"errors"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -10,7 +12,6 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 )
 
 func TestSaveLoadOpen(t *testing.T) {
@@ -102,29 +103,33 @@ func TestSnapshotErrors(t *testing.T) {
 	flipped := append([]byte(nil), data...)
 	flipped[headerSize+10] ^= 1
 	cases := []struct {
-		path       string
-		open, load error // what Open and Load say
+		path                   string
+		open, unverified, load error // what Open, OpenUnverified and Load say
 	}{
-		{filepath.Join(dir, "missing"), os.ErrNotExist, os.ErrNotExist},
-		{write("empty", nil), ErrTruncated, ErrTruncated},
-		{write("foreign", []byte("SQLite format 3\x00 and a lot more bytes than that, enough for a header........................................................................")), ErrNotFilter, ErrNotFilter},
-		{write("truncated", data[:len(data)-9]), ErrTruncated, ErrTruncated},
-		{write("long", append(append([]byte(nil), data...), 0)), ErrCorrupt, ErrCorrupt},
-		{write("flipped", flipped), nil, ErrChecksum},
+		{filepath.Join(dir, "missing"), os.ErrNotExist, os.ErrNotExist, os.ErrNotExist},
+		{write("empty", nil), ErrTruncated, ErrTruncated, ErrTruncated},
+		{write("foreign", []byte("SQLite format 3\x00 and a lot more bytes than that, enough for a header........................................................................")), ErrNotFilter, ErrNotFilter, ErrNotFilter},
+		{write("truncated", data[:len(data)-9]), ErrTruncated, ErrTruncated, ErrTruncated},
+		{write("long", append(append([]byte(nil), data...), 0)), ErrCorrupt, ErrCorrupt, ErrCorrupt},
+		{write("flipped", flipped), ErrChecksum, nil, ErrChecksum},
 	}
 	for _, c := range cases {
-		s, err := Open(c.path)
-		if c.open == nil {
+		name := filepath.Base(c.path)
+		if _, err := Open(c.path); !errors.Is(err, c.open) || !strings.Contains(err.Error(), name) {
+			t.Errorf("Open(%s): %v, want %v naming the file", name, err, c.open)
+		}
+		s, err := OpenUnverified(c.path)
+		if c.unverified == nil {
 			if err != nil {
-				t.Errorf("Open(%s): %v", filepath.Base(c.path), err)
+				t.Errorf("OpenUnverified(%s): %v", name, err)
 			} else if verr := s.Verify(); !errors.Is(verr, ErrChecksum) {
-				t.Errorf("Verify(%s): %v, want ErrChecksum", filepath.Base(c.path), verr)
+				t.Errorf("Verify(%s): %v, want ErrChecksum", name, verr)
 			}
-		} else if !errors.Is(err, c.open) || !strings.Contains(err.Error(), filepath.Base(c.path)) {
-			t.Errorf("Open(%s): %v, want %v naming the file", filepath.Base(c.path), err, c.open)
+		} else if !errors.Is(err, c.unverified) || !strings.Contains(err.Error(), name) {
+			t.Errorf("OpenUnverified(%s): %v, want %v naming the file", name, err, c.unverified)
 		}
 		if _, err := Load(c.path); !errors.Is(err, c.load) {
-			t.Errorf("Load(%s): %v, want %v", filepath.Base(c.path), err, c.load)
+			t.Errorf("Load(%s): %v, want %v", name, err, c.load)
 		}
 	}
 	// A save that fails leaves the old file alone.
@@ -139,9 +144,208 @@ func TestSnapshotErrors(t *testing.T) {
 	}
 }
 
-// TestSaveSurvivesKill kills a process that saves snapshots in a loop, many
-// times at random moments, and checks that the file it leaves behind is
-// always a whole, valid snapshot of one of the versions it was writing.
+// TestOpenRefusesEveryDamagedByte changes each byte of a snapshot in turn
+// (header, blocks and trailer, three ways each) and cuts it at every
+// length: Open refuses every such file with the error that names the
+// damage, so that no Test ever answers from corrupt bits. OpenUnverified
+// accepts a damaged data byte, as its name says, and Verify then catches
+// it.
+func TestOpenRefusesEveryDamagedByte(t *testing.T) {
+	dir := t.TempDir()
+	good := filepath.Join(dir, "good")
+	f := New(500, 0.01) // 10 blocks, 776 bytes
+	for i := range 500 {
+		f.AddString(fmt.Sprint("key-", i))
+	}
+	if err := f.Save(good); err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(good)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Each damage is written in place, one byte, and undone: rewriting
+	// the whole file each time would cost ext4 a flush per file.
+	path := filepath.Join(dir, "damaged")
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	file, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer file.Close()
+	put := func(i int, b byte) {
+		if _, err := file.WriteAt([]byte{b}, int64(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// What a change at offset i is reported as: the magic is checked first,
+	// then the version, then the header's checksum, then the data's.
+	want := func(i int) error {
+		switch {
+		case i < 8:
+			return ErrNotFilter
+		case i < 10:
+			return ErrVersion
+		}
+		return ErrChecksum
+	}
+	for i := range data {
+		for _, x := range []byte{0x01, 0x80, 0xff} {
+			put(i, data[i]^x)
+			if _, err := Open(path); !errors.Is(err, want(i)) {
+				t.Fatalf("byte %d ^ %#x: Open says %v, want %v", i, x, err, want(i))
+			}
+			if _, err := Load(path); !errors.Is(err, want(i)) {
+				t.Fatalf("byte %d ^ %#x: Load says %v, want %v", i, x, err, want(i))
+			}
+			s, err := OpenUnverified(path)
+			if i < headerSize {
+				if !errors.Is(err, want(i)) {
+					t.Fatalf("header byte %d ^ %#x: OpenUnverified says %v, want %v", i, x, err, want(i))
+				}
+			} else if err != nil {
+				t.Fatalf("data byte %d ^ %#x: OpenUnverified: %v", i, x, err)
+			} else {
+				if err := s.Verify(); !errors.Is(err, ErrChecksum) {
+					t.Fatalf("data byte %d ^ %#x: Verify says %v, want ErrChecksum", i, x, err)
+				}
+				s.Close()
+			}
+			put(i, data[i])
+		}
+	}
+	for n := len(data) - 1; n >= 0; n-- {
+		if err := file.Truncate(int64(n)); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := Open(path); !errors.Is(err, ErrTruncated) {
+			t.Fatalf("cut to %d bytes: Open says %v, want ErrTruncated", n, err)
+		}
+	}
+}
+
+// TestSnapshotTruncatedUnderItsMapping truncates the file of an open
+// Snapshot, as truncate(1) or cp over it would: the Checked methods and
+// Verify return ErrTruncated where Test would crash the process.
+func TestSnapshotTruncatedUnderItsMapping(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "snap")
+	f := New(100_000, 0.01)
+	keys := make([][]byte, 1000)
+	for i := range keys {
+		keys[i] = fmt.Appendf(nil, "key-%d", i)
+	}
+	f.AddBatch(keys)
+	if err := f.Save(path); err != nil {
+		t.Fatal(err)
+	}
+	s, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if s.mapping == nil {
+		t.Skip("snapshots are read, not mapped, here")
+	}
+	results := make([]bool, len(keys))
+	for _, k := range keys {
+		if ok, err := s.TestChecked(k); !ok || err != nil {
+			t.Fatalf("TestChecked(%s) before truncation: %v %v", k, ok, err)
+		}
+	}
+	if err := s.TestBatchChecked(keys, results); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(path, 0); err != nil {
+		t.Fatal(err)
+	}
+	faults := 0
+	for _, k := range keys {
+		ok, err := s.TestChecked(k)
+		if err != nil {
+			if !errors.Is(err, ErrTruncated) || !strings.Contains(err.Error(), path) {
+				t.Fatalf("TestChecked after truncation: %v, want ErrTruncated naming the file", err)
+			}
+			faults++
+		} else if !ok {
+			t.Fatalf("TestChecked(%s) after truncation: absent, without an error", k)
+		}
+	}
+	if faults == 0 {
+		t.Fatal("no Test faulted on a truncated file")
+	}
+	if err := s.TestBatchChecked(keys, results); !errors.Is(err, ErrTruncated) {
+		t.Fatalf("TestBatchChecked after truncation: %v", err)
+	}
+	if err := s.Verify(); !errors.Is(err, ErrTruncated) {
+		t.Fatalf("Verify after truncation: %v", err)
+	}
+	// The guard catches faults on the mapping only: a nil dereference in the
+	// same goroutine is still a panic.
+	func() {
+		defer func() {
+			if recover() == nil {
+				t.Error("a panic inside guard was swallowed")
+			}
+		}()
+		s.guard(func() {
+			var p *block
+			_ = p[3]
+		})
+	}()
+}
+
+// TestUncheckedTestOnTruncatedFileCrashes pins what Snapshot's
+// documentation says of an unchecked Test on a truncated file: the process
+// dies, and recover cannot stop it.
+func TestUncheckedTestOnTruncatedFileCrashes(t *testing.T) {
+	if os.Getenv("OHBLOOM_TRUNCATE_CHILD") != "" {
+		path := filepath.Join(os.Getenv("OHBLOOM_TRUNCATE_CHILD"), "snap")
+		f := New(100_000, 0.01)
+		f.AddString("k")
+		if err := f.Save(path); err != nil {
+			t.Fatal(err)
+		}
+		s, err := Open(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s.mapping == nil {
+			fmt.Println("not mapped")
+			return
+		}
+		os.Truncate(path, 0)
+		defer func() { recover() }()
+		for i := range 1000 {
+			s.TestString(fmt.Sprint(i))
+		}
+		fmt.Println("survived")
+		return
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^TestUncheckedTestOnTruncatedFileCrashes$", "-test.v")
+	cmd.Env = append(os.Environ(), "OHBLOOM_TRUNCATE_CHILD="+t.TempDir())
+	out, err := cmd.CombinedOutput()
+	if strings.Contains(string(out), "not mapped") {
+		t.Skip("snapshots are read, not mapped, here")
+	}
+	if err == nil || strings.Contains(string(out), "survived") || !strings.Contains(string(out), "fault") {
+		t.Fatalf("the child: %v\n%s", err, out)
+	}
+}
+
+// TestSaveSurvivesKill kills a process that saves snapshots in a loop, 30
+// times, at points fixed by events rather than by time, and checks that the
+// file it leaves behind is always a whole, valid snapshot of the version
+// it last finished saving.
+//
+// The writer reports each step on a pipe ("begin v", "mid v", "saved v")
+// and, halfway through writing each temporary file, waits for the test's
+// go-ahead. So the test knows which versions can be in the file whatever
+// the machine's load, and chooses where to kill: while a temporary file is
+// half written (certainly mid-write), just after a save began, just after
+// the go-ahead (anywhere in the second half of the write, the sync, the
+// rename or the directory sync), or just after a save finished.
 func TestSaveSurvivesKill(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts and kills 30 processes")
@@ -149,73 +353,197 @@ func TestSaveSurvivesKill(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "snap")
 	r := rand.New(rand.NewPCG(9, 9))
+	lastSaved := "" // the version the file must hold at least, "" before any
 	killedMidWrite := 0
 	for round := range 30 {
-		cmd := exec.Command(os.Args[0], "-test.run=^TestHelperSaveForever$")
-		cmd.Env = append(os.Environ(), "OHBLOOM_SAVE_FOREVER="+path, "OHBLOOM_SAVE_ROUND="+strconv.Itoa(round))
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		time.Sleep(time.Duration(20+r.IntN(80)) * time.Millisecond)
-		cmd.Process.Kill()
-		cmd.Wait()
+		mode, at := killPoint(round%4), r.IntN(3) // where to kill, and in which version
+		candidates := killRound(t, round, path, mode, at, &lastSaved)
 
 		if temps, _ := filepath.Glob(filepath.Join(dir, ".snap.tmp-*")); len(temps) > 0 {
 			killedMidWrite++
 			for _, p := range temps {
 				os.Remove(p)
 			}
+		} else if mode == killAtMid {
+			t.Fatalf("round %d: killed halfway through writing, but no temporary file is left", round)
 		}
-		if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) && round == 0 {
-			continue // killed before its first rename
+		if len(candidates) == 0 {
+			if _, err := os.Stat(path); !errors.Is(err, os.ErrNotExist) {
+				t.Fatalf("round %d: a file exists before any save finished: %v", round, err)
+			}
+			continue
 		}
 		g, err := Load(path)
 		if err != nil {
 			t.Fatalf("round %d: the file left behind is not valid: %v", round, err)
 		}
-		// Version v of round r holds keys "r/v/0".."r/v/999": find the
-		// version in the file and check it is whole.
-		version := ""
-		for r := round; r >= 0 && version == ""; r-- {
-			for v := range 10_000 {
-				if p := fmt.Sprintf("%d/%d/", r, v); g.TestString(p+"0") && g.TestString(p+"999") {
-					version = p
-					break
-				}
+		found := ""
+		for _, v := range candidates {
+			if g.TestString(v+"0") && g.TestString(v+"999") {
+				found = v
 			}
 		}
-		if version == "" {
-			t.Fatalf("round %d: no version found in the file", round)
+		if found == "" {
+			t.Fatalf("round %d: the file holds none of the versions %q", round, candidates)
 		}
 		for i := range 1000 {
-			if !g.TestString(version + strconv.Itoa(i)) {
-				t.Fatalf("round %d: version %s is missing key %d", round, version, i)
+			if !g.TestString(found + strconv.Itoa(i)) {
+				t.Fatalf("round %d: version %s is missing key %d", round, found, i)
+			}
+		}
+		lastSaved = found
+	}
+	t.Logf("%d of 30 kills landed while a temporary file was being written", killedMidWrite)
+}
+
+// killPoint is where TestSaveSurvivesKill kills the writer, relative to
+// the events it reports.
+type killPoint int
+
+const (
+	killAtMid      killPoint = iota // while it waits halfway through a write
+	killAfterBegin                  // as soon as it starts a save
+	killAfterGo                     // as soon as it may finish a save
+	killAfterSaved                  // as soon as it finished a save
+)
+
+// killRound runs one writer process and kills it at the point that mode
+// and version at name (see TestSaveSurvivesKill). It returns the versions
+// the file may hold after the kill: the last one saved, and the one in
+// flight when the kill may have landed after its rename. *lastSaved is
+// the last version saved before this round.
+func killRound(t *testing.T, round int, path string, mode killPoint, at int, lastSaved *string) []string {
+	t.Helper()
+	events, eventsW, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer events.Close()
+	cmd := exec.Command(os.Args[0], "-test.run=^TestHelperSaveForever$")
+	cmd.Env = append(os.Environ(), "OHBLOOM_SAVE_FOREVER="+path, "OHBLOOM_SAVE_ROUND="+strconv.Itoa(round))
+	cmd.ExtraFiles = []*os.File{eventsW} // fd 3 in the writer
+	goAhead, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	eventsW.Close()
+	defer func() {
+		cmd.Process.Kill()
+		cmd.Wait()
+	}()
+	saved := *lastSaved
+	inFlight := ""
+	sc := bufio.NewScanner(events)
+	for sc.Scan() {
+		event, v, _ := strings.Cut(sc.Text(), " ")
+		n, _ := strconv.Atoi(v)
+		version := fmt.Sprintf("%d/%d/", round, n)
+		switch event {
+		case "begin":
+			if n == at && mode == killAfterBegin {
+				return kill(cmd, saved, "")
+			}
+		case "mid":
+			if n == at && mode == killAtMid {
+				return kill(cmd, saved, "")
+			}
+			if _, err := io.WriteString(goAhead, "go\n"); err != nil {
+				t.Fatal(err)
+			}
+			if n == at && mode == killAfterGo {
+				return kill(cmd, saved, version)
+			}
+			inFlight = version
+		case "saved":
+			if version != inFlight {
+				t.Fatalf("round %d: saved %s while %s was in flight", round, version, inFlight)
+			}
+			saved = version
+			if n == at && mode == killAfterSaved {
+				return kill(cmd, saved, "")
 			}
 		}
 	}
-	t.Logf("%d of 30 kills landed while a temporary file was being written", killedMidWrite)
-	if killedMidWrite == 0 {
-		t.Fatal("no kill landed mid-write: the test did not test anything")
+	t.Fatalf("round %d: the writer stopped reporting (%v)", round, sc.Err())
+	return nil
+}
+
+// kill kills the writer and returns the versions its file may hold.
+func kill(cmd *exec.Cmd, saved, inFlight string) []string {
+	cmd.Process.Kill()
+	cmd.Wait()
+	var vs []string
+	for _, v := range []string{saved, inFlight} {
+		if v != "" {
+			vs = append(vs, v)
+		}
 	}
+	return vs
 }
 
 // TestHelperSaveForever is the writer process of TestSaveSurvivesKill: with
-// OHBLOOM_SAVE_FOREVER set it saves versions 0, 1, 2, ... of an 8 MiB filter
-// to that path until it is killed.
+// OHBLOOM_SAVE_FOREVER set it saves versions 0, 1, 2, ... of a 1 MiB filter
+// to that path until it is killed, reporting each step on file descriptor
+// 3 and waiting halfway through each write for a line on stdin.
 func TestHelperSaveForever(t *testing.T) {
 	path := os.Getenv("OHBLOOM_SAVE_FOREVER")
 	if path == "" {
 		t.Skip("the writer process of TestSaveSurvivesKill")
 	}
 	round := os.Getenv("OHBLOOM_SAVE_ROUND")
-	for v := 0; ; v++ {
-		f, _ := NewWithConfig(Config{Blocks: 1 << 17, K: 6})
-		for i := range 1000 {
-			f.AddString(fmt.Sprintf("%s/%d/%d", round, v, i))
-		}
-		if err := f.Save(path); err != nil {
-			fmt.Fprintln(os.Stderr, err)
+	events := os.NewFile(3, "events")
+	goAhead := bufio.NewReader(os.Stdin)
+	report := func(event string, v int) {
+		if _, err := fmt.Fprintf(events, "%s %d\n", event, v); err != nil {
 			os.Exit(1)
 		}
 	}
+	for v := 0; ; v++ {
+		f, _ := NewWithConfig(Config{Blocks: 1 << 14, K: 6})
+		for i := range 1000 {
+			f.AddString(fmt.Sprintf("%s/%d/%d", round, v, i))
+		}
+		report("begin", v)
+		// Save's own path (SaveFile), with a writer that pauses halfway.
+		half := encodedSize(f.nblocks) / 2
+		err := SaveFile(path, writerToFunc(func(w io.Writer) (int64, error) {
+			return f.WriteTo(&pausingWriter{w: w, left: int64(half), pause: func() {
+				report("mid", v)
+				if _, err := goAhead.ReadString('\n'); err != nil {
+					os.Exit(1)
+				}
+			}})
+		}))
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		report("saved", v)
+	}
+}
+
+// pausingWriter calls pause once, after left bytes have gone through it.
+type pausingWriter struct {
+	w      io.Writer
+	left   int64
+	paused bool
+	pause  func()
+}
+
+func (p *pausingWriter) Write(b []byte) (int, error) {
+	if p.paused || int64(len(b)) < p.left {
+		p.left -= int64(len(b))
+		return p.w.Write(b)
+	}
+	n, err := p.w.Write(b[:p.left])
+	if err != nil {
+		return n, err
+	}
+	p.pause()
+	p.paused = true
+	m, err := p.w.Write(b[p.left:])
+	return n + m, err
 }

@@ -9,6 +9,7 @@ import (
 	"io"
 	"iter"
 	"os"
+	"path/filepath"
 	"time"
 
 	_ "github.com/jackc/pgx/v5/stdlib" // PostgreSQL, as "pgx"
@@ -25,11 +26,14 @@ const maxKeyLine = 16 << 20
 func runBuild(e env, args []string) int {
 	fs := flags(e, "build", "-o OUT [-n N] [-p P] [--keys FILE | --sqlite FILE --query Q | --postgres URL --query Q]",
 		"Builds a filter from newline-delimited keys (a file, or stdin) or from the\n"+
-			"first column of an SQL query, and writes it as a snapshot. Empty lines\n"+
-			"are skipped. Without -n the keys are counted first and the filter sized\n"+
-			"for that count.")
+			"first column of an SQL query, and writes it as a snapshot. "+lineRule+"\n"+
+			"Without -n the keys are counted first and the filter sized for that\n"+
+			"count; with -n, more keys than N are added but raise the false positive\n"+
+			"rate past -p, which build then warns of. The snapshot is written\n"+
+			"atomically (a new file renamed over OUT), readable as the umask allows.")
 	out := fs.String("o", "", "snapshot file to write (required)")
-	n := fs.Uint64("n", 0, "number of keys to size the filter for (0: count them)")
+	var n count
+	fs.Var(&n, "n", "number of keys to size the filter for, such as 1000000 or 1e6 (0: count them)")
 	p := fs.Float64("p", 0.01, "false positive rate at n keys")
 	keys := fs.String("keys", "-", "file of newline-delimited keys, - for stdin")
 	sqlitePath := fs.String("sqlite", "", "SQLite database to read keys from")
@@ -53,6 +57,9 @@ func runBuild(e env, args []string) int {
 	case !(*p > 0 && *p < 1):
 		return usageError(e, fs, "-p must be in (0, 1), got %v", *p)
 	}
+	if err := checkOutput(*out); err != nil {
+		return usageError(e, fs, "%v", err)
+	}
 	showBar := *progress || isTerminal(e.stderr)
 
 	start := time.Now()
@@ -60,9 +67,9 @@ func runBuild(e env, args []string) int {
 	var added uint64
 	var err error
 	if *sqlitePath != "" || *postgresURL != "" {
-		f, added, err = buildSQL(e, *sqlitePath, *postgresURL, *query, *n, *p, showBar)
+		f, added, err = buildSQL(e, *sqlitePath, *postgresURL, *query, uint64(n), *p, showBar)
 	} else {
-		f, added, err = buildLines(e, *keys, *n, *p, showBar)
+		f, added, err = buildLines(e, *keys, uint64(n), *p, showBar)
 	}
 	if errors.Is(err, ohbloom.ErrInvalidConfig) || errors.Is(err, ohbloom.ErrTooLarge) {
 		return usageError(e, fs, "%v", err)
@@ -76,7 +83,41 @@ func runBuild(e env, args []string) int {
 	fmt.Fprintf(e.stdout, "wrote %s: %d keys in %v, sized for %d at p=%g: k=%d, %.2f bits/key, %d bytes\n",
 		*out, added, time.Since(start).Round(time.Millisecond), f.Capacity(), *p, f.K(),
 		float64(f.Cap())/float64(max(1, f.Capacity())), f.SizeBytes())
+	if added > f.Capacity() {
+		warn(e, "build", "%d keys read, more than the %d the filter was sized for: its false positive rate is now %.4g, not %g",
+			added, f.Capacity(), f.EstimatedFPR(), *p)
+	}
 	return ExitOK
+}
+
+// lineRule is how build and test read keys from lines, said in both their
+// helps.
+const lineRule = "Each line is one key, without its\n" +
+	"line ending (\\n or \\r\\n); empty lines are not keys and are skipped. A\n" +
+	"line may be up to 16 MiB long."
+
+// checkOutput refuses an output path that cannot be a snapshot file
+// before any work is done: a directory, or a path in no directory.
+func checkOutput(path string) error {
+	st, err := os.Stat(path)
+	if err == nil && st.IsDir() {
+		return fmt.Errorf("-o %s is a directory: give a file name, such as %s", path, filepath.Join(path, "filter.ohb"))
+	}
+	dir := filepath.Dir(path)
+	if st, err := os.Stat(dir); err != nil {
+		return fmt.Errorf("-o %s: directory %s: %w", path, dir, errors.Unwrap(err))
+	} else if !st.IsDir() {
+		return fmt.Errorf("-o %s: %s is not a directory", path, dir)
+	}
+	return nil
+}
+
+// scanError names the key length limit when a line exceeds it.
+func scanError(err error, lines uint64) error {
+	if errors.Is(err, bufio.ErrTooLong) {
+		return fmt.Errorf("line %d is longer than 16 MiB, the longest key read from lines", lines+1)
+	}
+	return err
 }
 
 // buildLines builds from a key file or stdin. Stdin without -n is spooled
@@ -127,29 +168,51 @@ func buildLines(e env, path string, n uint64, p float64, showBar bool) (*ohbloom
 		return nil, 0, err
 	}
 	bar := newBar(e, showBar, int64(n), "keys")
-	sc := bufio.NewScanner(src)
-	sc.Buffer(make([]byte, 64<<10), maxKeyLine)
-	added := f.AddSeq(lines(sc, bar))
+	keys := newKeyScanner(src)
+	added := f.AddSeq(keys.all(bar))
 	bar.Finish()
-	if err := sc.Err(); err != nil {
+	if err := keys.err(); err != nil {
 		return nil, 0, err
 	}
 	return f, added, nil
 }
 
-// lines yields the non-empty lines of sc, without their \r\n.
-func lines(sc *bufio.Scanner, bar *progressbar.ProgressBar) iter.Seq[[]byte] {
+// keyScanner reads keys from lines by lineRule, for build and test alike.
+type keyScanner struct {
+	sc    *bufio.Scanner
+	lines uint64 // lines read so far
+}
+
+func newKeyScanner(r io.Reader) *keyScanner {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64<<10), maxKeyLine)
+	return &keyScanner{sc: sc}
+}
+
+// next returns the next key, or false at the end of the input or on an
+// error (see err). The key is valid until the next call.
+func (k *keyScanner) next() ([]byte, bool) {
+	for k.sc.Scan() {
+		k.lines++
+		line := k.sc.Bytes()
+		if len(line) > 0 && line[len(line)-1] == '\r' {
+			line = line[:len(line)-1]
+		}
+		if len(line) > 0 {
+			return line, true
+		}
+	}
+	return nil, false
+}
+
+func (k *keyScanner) err() error { return scanError(k.sc.Err(), k.lines) }
+
+// all yields every key, counting them on bar.
+func (k *keyScanner) all(bar *progressbar.ProgressBar) iter.Seq[[]byte] {
 	return func(yield func([]byte) bool) {
 		done := 0
-		for sc.Scan() {
-			line := sc.Bytes()
-			if len(line) > 0 && line[len(line)-1] == '\r' {
-				line = line[:len(line)-1]
-			}
-			if len(line) == 0 {
-				continue
-			}
-			if !yield(line) {
+		for key, ok := k.next(); ok; key, ok = k.next() {
+			if !yield(key) {
 				return
 			}
 			if done++; done%4096 == 0 {
@@ -161,15 +224,12 @@ func lines(sc *bufio.Scanner, bar *progressbar.ProgressBar) iter.Seq[[]byte] {
 }
 
 func countLines(r io.Reader) (uint64, error) {
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 64<<10), maxKeyLine)
+	keys := newKeyScanner(r)
 	var n uint64
-	for sc.Scan() {
-		if line := sc.Bytes(); len(line) > 0 && !(len(line) == 1 && line[0] == '\r') {
-			n++
-		}
+	for _, ok := keys.next(); ok; _, ok = keys.next() {
+		n++
 	}
-	return n, sc.Err()
+	return n, keys.err()
 }
 
 // openSQL opens the SQLite file (which must exist) or the PostgreSQL URL.

@@ -9,7 +9,11 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
+	"runtime"
+	"runtime/debug"
 	"sort"
+	"strconv"
 	"strings"
 )
 
@@ -45,14 +49,22 @@ func init() {
 	}
 }
 
+// Version is the ohbloom command's version, as in CHANGELOG.md.
+const Version = "0.1.0"
+
 // Main runs the command line args and returns the exit code.
 func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	e := env{stdin, stdout, stderr}
-	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
+	if len(args) == 0 {
 		usage(stderr)
-		if len(args) == 0 {
-			return ExitUsage
-		}
+		return ExitUsage
+	}
+	switch args[0] {
+	case "help", "-h", "-help", "--help":
+		usage(stdout)
+		return ExitOK
+	case "version", "-version", "--version":
+		fmt.Fprintln(stdout, versionLine())
 		return ExitOK
 	}
 	c, ok := commands[args[0]]
@@ -62,6 +74,27 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return ExitUsage
 	}
 	return c.run(e, args[1:])
+}
+
+// versionLine says which ohbloom this is and what built it: the version,
+// the module's version and commit when the build recorded them, and Go's.
+func versionLine() string {
+	line := "ohbloom " + Version
+	if info, ok := debug.ReadBuildInfo(); ok {
+		var extra []string
+		if v := info.Main.Version; v != "" && v != "(devel)" {
+			extra = append(extra, "module "+v)
+		}
+		for _, s := range info.Settings {
+			if s.Key == "vcs.revision" && len(s.Value) >= 12 {
+				extra = append(extra, "commit "+s.Value[:12])
+			}
+		}
+		if len(extra) > 0 {
+			line += " (" + strings.Join(extra, ", ") + ")"
+		}
+	}
+	return fmt.Sprintf("%s, built with %s %s/%s", line, runtime.Version(), runtime.GOOS, runtime.GOARCH)
 }
 
 func usage(w io.Writer) {
@@ -74,17 +107,22 @@ func usage(w io.Writer) {
 	for _, n := range names {
 		fmt.Fprintf(w, "  %-6s %s\n", n, commands[n].summary)
 	}
-	fmt.Fprintln(w, "\nRun \"ohbloom <command> --help\" for a command's flags.")
+	fmt.Fprintln(w, "\nRun \"ohbloom <command> --help\" for a command's flags, \"ohbloom --version\" for the version.")
 }
 
 // flags returns a FlagSet for a subcommand whose usage line is synopsis.
+// Help asked for goes to stdout; a flag error is one line on stderr and a
+// pointer to the help.
 func flags(e env, name, synopsis, about string) *flag.FlagSet {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(e.stderr)
 	fs.Usage = func() {
-		fmt.Fprintf(e.stderr, "usage: ohbloom %s %s\n\n%s\n", name, synopsis, about)
+		out := fs.Output()
+		fs.SetOutput(e.stdout)
+		defer fs.SetOutput(out)
+		fmt.Fprintf(e.stdout, "usage: ohbloom %s %s\n\n%s\n", name, synopsis, about)
 		if hasFlags(fs) {
-			fmt.Fprintln(e.stderr, "\nflags:")
+			fmt.Fprintln(e.stdout, "\nflags:")
 			fs.PrintDefaults()
 		}
 	}
@@ -100,10 +138,22 @@ func hasFlags(fs *flag.FlagSet) bool {
 // parse parses args; it returns an exit code and false when the command
 // should stop (help asked for, or a usage error).
 func parse(fs *flag.FlagSet, args []string) (int, bool) {
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return ExitOK, false
-		}
+	// The flag package prints its errors bare and the help after them:
+	// here an error is one line in the command's terms, and only -h gets
+	// the help.
+	help, out := fs.Usage, fs.Output()
+	fs.Usage = func() {}
+	fs.SetOutput(io.Discard)
+	err := fs.Parse(args)
+	fs.Usage = help
+	fs.SetOutput(out)
+	if errors.Is(err, flag.ErrHelp) {
+		help()
+		return ExitOK, false
+	}
+	if err != nil {
+		fmt.Fprintf(out, "ohbloom %s: %v\n", fs.Name(), err)
+		fmt.Fprintf(out, "Run \"ohbloom %s --help\" for usage.\n", fs.Name())
 		return ExitUsage, false
 	}
 	return 0, true
@@ -111,13 +161,42 @@ func parse(fs *flag.FlagSet, args []string) (int, bool) {
 
 // usageError reports a usage error in the command's terms.
 func usageError(e env, fs *flag.FlagSet, format string, a ...any) int {
-	fmt.Fprintf(e.stderr, "ohbloom %s: %s\n", fs.Name(), fmt.Sprintf(format, a...))
+	fmt.Fprintf(e.stderr, "ohbloom %s: %s\n", fs.Name(), clean(fmt.Sprintf(format, a...)))
 	fmt.Fprintf(e.stderr, "Run \"ohbloom %s --help\" for usage.\n", fs.Name())
 	return ExitUsage
 }
 
 // fail reports a failure.
 func fail(e env, name string, err error) int {
-	fmt.Fprintf(e.stderr, "ohbloom %s: %v\n", name, strings.TrimPrefix(err.Error(), "ohbloom: "))
+	fmt.Fprintf(e.stderr, "ohbloom %s: %s\n", name, clean(err.Error()))
 	return ExitFailure
+}
+
+// warn reports something the user should know, without failing.
+func warn(e env, name, format string, a ...any) {
+	fmt.Fprintf(e.stderr, "ohbloom %s: warning: %s\n", name, fmt.Sprintf(format, a...))
+}
+
+// clean drops the "ohbloom: " prefixes of the library's errors, which nest
+// as errors wrap errors: the command's own "ohbloom NAME: " says it once.
+func clean(msg string) string { return strings.ReplaceAll(msg, "ohbloom: ", "") }
+
+// count is a flag holding a number of keys: an integer (1000000) or, the
+// same number in the form people write large counts in, 1e6. Anything that
+// is not a whole number from 1 to 2^63 is refused, never rounded.
+type count uint64
+
+func (c *count) String() string { return strconv.FormatUint(uint64(*c), 10) }
+
+func (c *count) Set(s string) error {
+	if n, err := strconv.ParseUint(s, 10, 64); err == nil {
+		*c = count(n)
+		return nil
+	}
+	f, err := strconv.ParseFloat(s, 64)
+	if err != nil || f < 0 || f != math.Trunc(f) || f >= 1<<63 {
+		return errors.New("want a whole number of keys, such as 1000000 or 1e6")
+	}
+	*c = count(f)
+	return nil
 }

@@ -8,10 +8,15 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"runtime"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/ohbloom/ohbloom"
+	"github.com/ohbloom/ohbloom/tools/loader"
 )
 
 // binary is the ohbloom command, built once for the end-to-end tests.
@@ -152,36 +157,223 @@ func TestUsageAndFailures(t *testing.T) {
 	garbage := filepath.Join(dir, "garbage")
 	os.WriteFile(garbage, []byte("this is not a filter at all, but it is long enough to hold a header......................................................................................................"), 0o644)
 	cases := []struct {
-		args []string
-		code int
-		want string
+		args   []string
+		code   int
+		stdout string // what stdout holds, or "" to look at stderr
+		stderr string
 	}{
-		{nil, ExitUsage, "usage: ohbloom"},
-		{[]string{"frobnicate"}, ExitUsage, "unknown command"},
-		{[]string{"help"}, ExitOK, "commands:"},
-		{[]string{"build", "--help"}, ExitOK, "usage: ohbloom build"},
-		{[]string{"test", "--help"}, ExitOK, "usage: ohbloom test"},
-		{[]string{"info", "--help"}, ExitOK, "usage: ohbloom info"},
-		{[]string{"merge", "--help"}, ExitOK, "usage: ohbloom merge"},
-		{[]string{"demo", "--help"}, ExitOK, "usage: ohbloom demo"},
-		{[]string{"build"}, ExitUsage, "-o is required"},
-		{[]string{"build", "-o", "x", "-p", "1.5"}, ExitUsage, "-p must be in (0, 1)"},
-		{[]string{"build", "-o", "x", "--sqlite", "a", "--postgres", "b", "--query", "q"}, ExitUsage, "exclude each other"},
-		{[]string{"build", "-o", "x", "--sqlite", "a"}, ExitUsage, "--query is required"},
-		{[]string{"build", "--bogus"}, ExitUsage, "flag provided but not defined"},
-		{[]string{"test"}, ExitUsage, "a snapshot is required"},
-		{[]string{"info"}, ExitUsage, "exactly one snapshot"},
-		{[]string{"merge", "-o", "x", "one"}, ExitUsage, "at least two"},
-		{[]string{"demo", "-rows", "0"}, ExitUsage, "must be positive"},
-		{[]string{"test", filepath.Join(dir, "missing"), "k"}, ExitFailure, "no such file"},
-		{[]string{"info", garbage}, ExitFailure, "not an ohbloom filter"},
-		{[]string{"build", "-o", filepath.Join(dir, "x"), "--keys", filepath.Join(dir, "missing")}, ExitFailure, "no such file"},
+		{nil, ExitUsage, "", "usage: ohbloom"},
+		{[]string{"frobnicate"}, ExitUsage, "", "unknown command"},
+		{[]string{"help"}, ExitOK, "commands:", ""},
+		{[]string{"--help"}, ExitOK, "commands:", ""},
+		{[]string{"-h"}, ExitOK, "commands:", ""},
+		{[]string{"build", "--help"}, ExitOK, "usage: ohbloom build", ""},
+		{[]string{"build", "-h"}, ExitOK, "empty lines are not keys", ""},
+		{[]string{"test", "--help"}, ExitOK, "empty lines are not keys", ""},
+		{[]string{"info", "--help"}, ExitOK, "usage: ohbloom info", ""},
+		{[]string{"merge", "--help"}, ExitOK, "usage: ohbloom merge", ""},
+		{[]string{"demo", "--help"}, ExitOK, "usage: ohbloom demo", ""},
+		{[]string{"build"}, ExitUsage, "", "-o is required"},
+		{[]string{"build", "-o", "x", "-p", "1.5"}, ExitUsage, "", "-p must be in (0, 1)"},
+		{[]string{"build", "-o", "x", "--sqlite", "a", "--postgres", "b", "--query", "q"}, ExitUsage, "", "exclude each other"},
+		{[]string{"build", "-o", "x", "--sqlite", "a"}, ExitUsage, "", "--query is required"},
+		{[]string{"build", "--bogus"}, ExitUsage, "", "flag provided but not defined"},
+		{[]string{"test"}, ExitUsage, "", "a snapshot is required"},
+		{[]string{"test", garbage, "a", ""}, ExitUsage, "", "empty keys are not keys"},
+		{[]string{"info"}, ExitUsage, "", "exactly one snapshot"},
+		{[]string{"merge", "-o", "x", "one"}, ExitUsage, "", "at least two"},
+		{[]string{"demo", "-rows", "0"}, ExitUsage, "", "must be positive"},
+		{[]string{"test", filepath.Join(dir, "missing"), "k"}, ExitFailure, "", "no such file"},
+		{[]string{"info", garbage}, ExitFailure, "", "not an ohbloom filter"},
+		{[]string{"build", "-o", filepath.Join(dir, "x"), "--keys", filepath.Join(dir, "missing")}, ExitFailure, "", "no such file"},
+	}
+	for _, c := range cases {
+		out, errOut, code := run(t, "", c.args...)
+		bad := code != c.code
+		if c.stdout != "" {
+			bad = bad || !strings.Contains(out, c.stdout) || errOut != ""
+		} else {
+			bad = bad || !strings.Contains(errOut, c.stderr)
+		}
+		if bad {
+			t.Errorf("ohbloom %s: exit %d, want %d with %q; stdout:\n%s\nstderr:\n%s", strings.Join(c.args, " "), code, c.code, c.stdout+c.stderr, out, errOut)
+		}
+	}
+}
+
+// Every error is one line that says "ohbloom COMMAND: " once and names the
+// failing path once, and a usage error adds one line pointing to --help:
+// no nested "ohbloom: " prefixes, no usage dump.
+func TestErrorsSayItOnce(t *testing.T) {
+	dir := t.TempDir()
+	keys := filepath.Join(dir, "keys.txt")
+	os.WriteFile(keys, []byte(keyLines("k", 1000)), 0o644)
+	good := filepath.Join(dir, "good.ohb")
+	if _, errOut, code := run(t, "", "build", "-o", good, "--keys", keys); code != 0 {
+		t.Fatal(errOut)
+	}
+	data, _ := os.ReadFile(good)
+	damaged := filepath.Join(dir, "data.ohb")
+	data[len(data)/2] ^= 1
+	os.WriteFile(damaged, data, 0o644)
+	missing := filepath.Join(dir, "nonexist.ohb")
+	cases := []struct {
+		args  []string
+		code  int
+		path  string // named exactly once, when not ""
+		lines int    // lines on stderr
+		want  string
+	}{
+		{[]string{"build", "-o", filepath.Join(dir, "x.ohb"), "-n", "1e15", "--keys", keys}, ExitUsage, "", 2, "filter too large"},
+		{[]string{"build", "-o", filepath.Join(dir, "x.ohb"), "-n", "1.5", "--keys", keys}, ExitUsage, "", 2, "whole number of keys"},
+		{[]string{"build", "-o", filepath.Join(dir, "x.ohb"), "-n", "lots", "--keys", keys}, ExitUsage, "", 2, "such as 1000000 or 1e6"},
+		{[]string{"build", "-o", dir, "--keys", keys}, ExitUsage, dir + " ", 2, "is a directory"},
+		{[]string{"build", "-o", filepath.Join(dir, "no", "x.ohb"), "--keys", keys}, ExitUsage, "", 2, "no such file or directory"},
+		{[]string{"merge", "-o", dir, good, good}, ExitUsage, dir + " ", 2, "is a directory"},
+		{[]string{"test", missing, "k1"}, ExitFailure, missing, 1, "no such file"},
+		{[]string{"info", missing}, ExitFailure, missing, 1, "no such file"},
+		{[]string{"test", damaged, "k1"}, ExitFailure, damaged, 1, "checksum mismatch"},
+		{[]string{"info", damaged}, ExitFailure, damaged, 1, "checksum mismatch"},
+		{[]string{"merge", "-o", filepath.Join(dir, "m.ohb"), good, damaged}, ExitFailure, damaged, 1, "checksum mismatch"},
+		{[]string{"merge", "-o", filepath.Join(dir, "m.ohb"), damaged, good}, ExitFailure, damaged, 1, "checksum mismatch"},
 	}
 	for _, c := range cases {
 		_, errOut, code := run(t, "", c.args...)
-		if code != c.code || !strings.Contains(errOut, c.want) {
-			t.Errorf("ohbloom %s: exit %d, want %d with %q; stderr:\n%s", strings.Join(c.args, " "), code, c.code, c.want, errOut)
+		cmd := "ohbloom " + c.args[0] + ": "
+		lines := strings.Split(strings.TrimSuffix(errOut, "\n"), "\n")
+		ok := code == c.code && strings.HasPrefix(errOut, cmd) && strings.Contains(lines[0], c.want) &&
+			strings.Count(errOut, "ohbloom") == strings.Count(errOut, "ohbloom "+c.args[0]) && len(lines) == c.lines
+		if c.path != "" {
+			ok = ok && strings.Count(errOut, c.path) == 1
 		}
+		if !ok {
+			t.Errorf("ohbloom %s: exit %d, want %d, one %q line%s, %q:\n%s", strings.Join(c.args, " "), code, c.code,
+				cmd, map[bool]string{true: " naming " + c.path + " once", false: ""}[c.path != ""], c.want, errOut)
+		}
+	}
+	// -n takes counts as people write them.
+	out := filepath.Join(dir, "million.ohb")
+	if _, errOut, code := run(t, "k1\n", "build", "-o", out, "-n", "1e6"); code != 0 {
+		t.Fatalf("-n 1e6: %s", errOut)
+	}
+	if f, err := ohbloom.Load(out); err != nil || f.Capacity() != 1_000_000 {
+		t.Fatalf("-n 1e6 sized for %v keys (%v)", f.Capacity(), err)
+	}
+}
+
+// A filter past its capacity: build and merge warn with the false positive
+// rate reached and still succeed; info says "saturated" when every bit is
+// set, never a count of 2^64-1 keys.
+func TestPastCapacity(t *testing.T) {
+	dir := t.TempDir()
+	keys := filepath.Join(dir, "keys.txt")
+	os.WriteFile(keys, []byte(keyLines("k", 5000)), 0o644)
+	full := filepath.Join(dir, "full.ohb")
+	_, errOut, code := run(t, "", "build", "-o", full, "-n", "10", "--keys", keys)
+	if code != 0 || !strings.Contains(errOut, "ohbloom build: warning: 5000 keys read, more than the 10") || !strings.Contains(errOut, "false positive rate is now 1,") {
+		t.Fatalf("build past capacity: exit %d, stderr %q", code, errOut)
+	}
+	out, errOut, code := run(t, "", "info", full)
+	if code != 0 || !strings.Contains(out, "estimated keys:  saturated") || !strings.Contains(out, "FPR now:         saturated") ||
+		strings.Contains(out, "18446744073709551615") || !strings.Contains(errOut, "warning") {
+		t.Fatalf("info of a saturated filter: exit %d\n%s%s", code, out, errOut)
+	}
+	// Two filters, each at its capacity without a warning, merged: twice
+	// the keys, and the warning gives the rate.
+	a, b := filepath.Join(dir, "a.ohb"), filepath.Join(dir, "b.ohb")
+	for i, path := range []string{a, b} {
+		if _, errOut, code := run(t, keyLines(fmt.Sprint("set", i, "-"), 20_000), "build", "-o", path, "-n", "20000"); code != 0 || errOut != "" {
+			t.Fatalf("build at capacity: exit %d, stderr %q", code, errOut)
+		}
+	}
+	out, errOut, code = run(t, "", "merge", "-o", filepath.Join(dir, "m.ohb"), a, b)
+	if code != 0 || !strings.Contains(errOut, "ohbloom merge: warning: the union holds more keys than the 20000") || !strings.Contains(out, "about") {
+		t.Fatalf("merge past capacity: exit %d\n%s%s", code, out, errOut)
+	}
+	var fpr, target float64
+	if _, err := fmt.Sscanf(errOut[strings.Index(errOut, "rate is now"):], "rate is now %g, not %g", &fpr, &target); err != nil || !(fpr > target) {
+		t.Fatalf("merge warning: %q (%v)", errOut, err)
+	}
+}
+
+// Blank lines are not keys, for build and test alike; a line past 16 MiB is
+// an error that names the limit.
+func TestLinesAreKeys(t *testing.T) {
+	dir := t.TempDir()
+	snap := filepath.Join(dir, "s.ohb")
+	out, errOut, code := run(t, "a\n\r\n\nb\r\n\n", "build", "-o", snap)
+	if code != 0 || !strings.Contains(out, " 2 keys") {
+		t.Fatalf("build: %d %q %q", code, out, errOut)
+	}
+	if f, _ := ohbloom.Load(snap); f == nil || f.Capacity() != 2 {
+		t.Fatal("blank lines were counted as keys")
+	}
+	out, _, code = run(t, "a\n\r\n\nb\r\n\n", "test", snap)
+	if code != 0 || out != "a\tpossibly present\nb\tpossibly present\n" {
+		t.Fatalf("test: %d %q", code, out)
+	}
+	long := strings.Repeat("x", 17<<20)
+	if _, errOut, code := run(t, "a\n"+long+"\n", "build", "-o", snap); code != ExitFailure || !strings.Contains(errOut, "line 2 is longer than 16 MiB") {
+		t.Fatalf("build of a 17 MiB line: %d %q", code, errOut)
+	}
+	if _, errOut, code := run(t, "a\n"+long+"\n", "test", snap); code != ExitFailure || !strings.Contains(errOut, "line 2 is longer than 16 MiB") {
+		t.Fatalf("test of a 17 MiB line: %d %q", code, errOut)
+	}
+}
+
+// --version prints the version of CHANGELOG.md's latest release and the Go
+// version that built the command.
+func TestVersion(t *testing.T) {
+	for _, arg := range []string{"--version", "version", "-version"} {
+		out, errOut, code := run(t, "", arg)
+		if code != 0 || errOut != "" || !strings.HasPrefix(out, "ohbloom "+Version) || !strings.Contains(out, runtime.Version()) {
+			t.Fatalf("ohbloom %s: %d %q %q", arg, code, out, errOut)
+		}
+	}
+	changelog, err := os.ReadFile("../../CHANGELOG.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`(?m)^## \[(\d+\.\d+\.\d+)\]`).FindSubmatch(changelog)
+	if m == nil || string(m[1]) != Version {
+		t.Fatalf("CHANGELOG.md's latest release is %q, the command says %s", m, Version)
+	}
+}
+
+// ohbloom test never answers "absent" for an added key from a damaged
+// snapshot: every byte changed, in the header, the blocks or the trailer,
+// and every truncation is an error, and nothing is printed.
+func TestTestRefusesDamagedSnapshots(t *testing.T) {
+	dir := t.TempDir()
+	good := filepath.Join(dir, "good.ohb")
+	if _, errOut, code := run(t, keyLines("key-", 500), "build", "-o", good); code != 0 {
+		t.Fatal(errOut)
+	}
+	data, _ := os.ReadFile(good)
+	args := []string{"test", filepath.Join(dir, "damaged.ohb")}
+	for i := range 500 {
+		args = append(args, fmt.Sprint("key-", i))
+	}
+	try := func(what string, b []byte) {
+		if err := os.WriteFile(args[1], b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		var stdout, stderr strings.Builder
+		code := Main(args, strings.NewReader(""), &stdout, &stderr)
+		if code != ExitFailure || stdout.Len() != 0 || !strings.HasPrefix(stderr.String(), "ohbloom test: ") {
+			t.Fatalf("%s: exit %d, stdout %q, stderr %q", what, code, stdout.String(), stderr.String())
+		}
+	}
+	damaged := make([]byte, len(data))
+	for i := range data {
+		for _, x := range []byte{0x01, 0x80} {
+			copy(damaged, data)
+			damaged[i] ^= x
+			try(fmt.Sprintf("byte %d ^ %#x", i, x), damaged)
+		}
+	}
+	for n := range len(data) {
+		try(fmt.Sprintf("cut to %d bytes", n), data[:n])
 	}
 }
 
@@ -199,6 +391,86 @@ func TestDemo(t *testing.T) {
 			t.Errorf("demo output lacks %q:\n%s", want, out)
 		}
 	}
+	// Progress, as plain lines since stderr is not a terminal: each phase
+	// starts and ends with a line.
+	for _, want := range []string{"rows inserted", "rows loaded", "new blocks applied",
+		"database queries saved", "rows checked", "done in"} {
+		if !strings.Contains(errOut, want) {
+			t.Errorf("demo progress lacks %q:\n%s", want, errOut)
+		}
+	}
+	// The filter is sized for the rows and the whole stream, so the rate
+	// its bits give is within the target.
+	var measured, target, bits float64
+	i := strings.Index(out, "unblocked pairs = ")
+	if i < 0 {
+		t.Fatalf("no false positive line:\n%s", out)
+	}
+	if _, err := fmt.Sscanf(out[i:], "unblocked pairs = %g%% (target %g%%, from the bits %g%%)", &measured, &target, &bits); err != nil {
+		t.Fatal(err)
+	}
+	if bits > target {
+		t.Errorf("the filter's bits give %.3f%%, above the %.3f%% target", bits, target)
+	}
+}
+
+// A failure of the live stream (here: no table to insert into) is
+// reported by stop, not lost.
+func TestDemoStreamError(t *testing.T) {
+	db, err := sql.Open("sqlite", filepath.Join(t.TempDir(), "empty.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	f := ohbloom.NewAtomic(1000, 0.01)
+	s := startStream(db, newWorld(1000), &loader.Loader{Filter: f, DB: db}, 0, 1_000_000, 1000)
+	s.wg.Wait() // the stream ends by itself at its first insert, which fails
+	if _, err := s.stop(); err == nil || !strings.Contains(err.Error(), "no such table") {
+		t.Fatalf("stop after a failed insert: %v", err)
+	}
+}
+
+// A meter writes a line when its phase starts, one per tick, and one when
+// it ends; on a terminal it redraws one line with a bar.
+func TestMeter(t *testing.T) {
+	var done atomic.Uint64
+	for _, terminal := range []bool{false, true} {
+		w := &lineWriter{lines: make(chan string, 10)}
+		tick := make(chan time.Time)
+		m := (&meter{w: w, terminal: terminal, name: "filter", unit: "rows loaded", total: 1000, done: done.Load,
+			extra: func() string { return "stream: 7" }, tick: tick}).startMeter()
+		if first := <-w.lines; !strings.Contains(first, "0 of 1,000 rows loaded (0%)") {
+			t.Errorf("first line %q", first)
+		}
+		for i := range 3 {
+			done.Store(uint64(250 * (i + 1)))
+			tick <- time.Now()
+			line := <-w.lines
+			want := fmt.Sprintf("%s of 1,000 rows loaded (%d%%)", thousands(done.Load()), 25*(i+1))
+			if !strings.Contains(line, want) || !strings.Contains(line, "stream: 7") || !strings.Contains(line, "/s") {
+				t.Errorf("tick %d: %q, want %q", i, line, want)
+			}
+			if terminal != strings.HasPrefix(line, "\r") || terminal != strings.Contains(line, "[") {
+				t.Errorf("tick %d on a terminal=%v: %q", i, terminal, line)
+			}
+		}
+		m.finish()
+		if last := <-w.lines; !strings.Contains(last, "done in") || !strings.HasSuffix(last, "\n") {
+			t.Errorf("last line %q", last)
+		}
+		done.Store(0)
+	}
+	if got := thousands(1234567); got != "1,234,567" {
+		t.Errorf("thousands(1234567) = %s", got)
+	}
+}
+
+// lineWriter hands each Write to a channel.
+type lineWriter struct{ lines chan string }
+
+func (w *lineWriter) Write(b []byte) (int, error) {
+	w.lines <- string(b)
+	return len(b), nil
 }
 
 func TestBuildFromPostgres(t *testing.T) {

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/ohbloom/ohbloom"
@@ -59,11 +60,14 @@ func runDemo(e env, args []string) int {
 			"database of block relations between users (\"does X block Y?\"), starts a\n"+
 			"live stream of new blocks, loads the filter from the database while the\n"+
 			"stream runs, then answers lookups, asking the database only when the\n"+
-			"filter says \"possibly\". It verifies that no blocked pair was missed.")
+			"filter says \"possibly\". It verifies that no blocked pair was missed.\n"+
+			"Progress goes to stderr (a bar on a terminal, else a line a second), the\n"+
+			"summary to stdout. The filter is sized for the rows plus the whole stream.")
 	rows := fs.Int("rows", 2_000_000, "block relations in the database")
 	queries := fs.Int("queries", 1_000_000, "lookups in the query workload (10% of blocked pairs)")
 	p := fs.Float64("p", 0.01, "target false positive rate")
 	rate := fs.Int("stream-rate", 5_000, "new blocks per second on the live stream")
+	streamTotal := fs.Int("stream-total", 50_000, "new blocks the live stream adds in all, then it ends")
 	dir := fs.String("dir", "", "directory for the database (default: a temporary one, removed after)")
 	if code, ok := parse(fs, args); !ok {
 		return code
@@ -71,8 +75,8 @@ func runDemo(e env, args []string) int {
 	switch {
 	case fs.NArg() > 0:
 		return usageError(e, fs, "unexpected argument %q", fs.Arg(0))
-	case *rows < 1 || *queries < 1 || *rate < 0:
-		return usageError(e, fs, "-rows and -queries must be positive and -stream-rate not negative")
+	case *rows < 1 || *queries < 1 || *rate < 0 || *streamTotal < 0:
+		return usageError(e, fs, "-rows and -queries must be positive, -stream-rate and -stream-total not negative")
 	case !(*p > 0 && *p < 1):
 		return usageError(e, fs, "-p must be in (0, 1), got %v", *p)
 	}
@@ -84,28 +88,47 @@ func runDemo(e env, args []string) int {
 		defer os.RemoveAll(d)
 		*dir = d
 	}
-	if err := demo(e, filepath.Join(*dir, "blocks.db"), *rows, *queries, *p, *rate); err != nil {
+	cfg := demoConfig{path: filepath.Join(*dir, "blocks.db"), rows: *rows, queries: *queries, p: *p,
+		rate: *rate, streamTotal: uint64(*streamTotal), terminal: isTerminal(e.stderr)}
+	if err := demo(e, cfg); err != nil {
 		return fail(e, "demo", err)
 	}
 	return ExitOK
 }
 
-func demo(e env, path string, rows, queries int, p float64, rate int) error {
+type demoConfig struct {
+	path          string
+	rows, queries int
+	p             float64
+	rate          int
+	streamTotal   uint64
+	terminal      bool // progress as a bar rather than lines
+}
+
+func demo(e env, c demoConfig) error {
 	out := e.stdout
 	ctx := context.Background()
-	w := newWorld(max(1000, rows/5))
-	db, err := sql.Open("sqlite", "file:"+path+"?_pragma=journal_mode(WAL)&_pragma=synchronous(OFF)&_pragma=busy_timeout(10000)&_pragma=cache_size(-262144)")
+	w := newWorld(max(1000, c.rows/5))
+	db, err := sql.Open("sqlite", "file:"+c.path+"?_pragma=journal_mode(WAL)&_pragma=synchronous(OFF)&_pragma=busy_timeout(10000)&_pragma=cache_size(-262144)")
 	if err != nil {
 		return err
 	}
 	defer db.Close()
+	phase := func(name, unit string, total uint64, done func() uint64, extra func() string) *meter {
+		m := &meter{w: e.stderr, terminal: c.terminal, name: name, unit: unit, total: total, done: done, extra: extra}
+		return m.startMeter()
+	}
 
 	// 1. The database.
 	start := time.Now()
 	if _, err := db.Exec("CREATE TABLE blocks (subject TEXT NOT NULL, object TEXT NOT NULL, PRIMARY KEY (subject, object)) WITHOUT ROWID"); err != nil {
 		return err
 	}
-	if err := insertPairs(db, w, 0, uint64(rows)); err != nil {
+	var inserted atomic.Uint64
+	m := phase("database", "rows inserted", uint64(c.rows), inserted.Load, nil)
+	err = insertPairs(db, w, 0, uint64(c.rows), &inserted)
+	m.finish()
+	if err != nil {
 		return err
 	}
 	var stored int
@@ -113,18 +136,26 @@ func demo(e env, path string, rows, queries int, p float64, rate int) error {
 		return err
 	}
 	fmt.Fprintf(out, "database:      %d block relations between %d users in %v (%s)\n",
-		stored, len(w.users), time.Since(start).Round(time.Millisecond), path)
+		stored, len(w.users), time.Since(start).Round(time.Millisecond), c.path)
 
-	// 2. The filter, loaded while the stream runs. Sized for the rows and
-	// what the stream adds in ten seconds, about the demo's run time.
-	capacity := uint64(stored) + uint64(rate)*10
-	f, err := ohbloom.NewAtomicWithConfig(ohbloom.Config{Capacity: capacity, FPR: p})
+	// 2. The filter, loaded while the stream runs, sized for the rows and
+	// everything the stream will add: the stream ends after streamTotal
+	// blocks, so the filter never holds more keys than it was sized for.
+	f, err := ohbloom.NewAtomicWithConfig(ohbloom.Config{Capacity: uint64(stored) + c.streamTotal, FPR: c.p})
 	if err != nil {
 		return err
 	}
-	l := &loader.Loader{Filter: f, DB: db, Query: "SELECT subject || '|' || object FROM blocks"}
-	s := startStream(db, w, l, uint64(rows), rate)
+	var loaded atomic.Uint64
+	l := &loader.Loader{Filter: f, DB: db, Query: "SELECT subject || '|' || object FROM blocks",
+		ProgressEvery: 100 * time.Millisecond, OnProgress: func(pr loader.Progress) { loaded.Store(pr.Rows) }}
+	s := startStream(db, w, l, uint64(c.rows), c.rate, c.streamTotal)
+	streamLine := func() string {
+		return fmt.Sprintf("stream: %s of %s new blocks applied", thousands(s.added.Load()), thousands(c.streamTotal))
+	}
+	m = phase("filter", "rows loaded", uint64(stored), loaded.Load, streamLine)
 	stats, err := l.Run(ctx)
+	loaded.Store(stats.Rows)
+	m.finish()
 	if err != nil {
 		s.stop()
 		return err
@@ -143,12 +174,16 @@ func demo(e env, path string, rows, queries int, p float64, rate int) error {
 	defer stmt.Close()
 	r := rand.New(rand.NewPCG(7, 7))
 	var positives, dbQueries, blockedAsked, falsePositives, negatives, missed int
+	var looked, saved atomic.Uint64
+	m = phase("lookups", "lookups", uint64(c.queries), looked.Load, func() string {
+		return fmt.Sprintf("%s database queries saved; %s", thousands(saved.Load()), streamLine())
+	})
 	start = time.Now()
-	for q := range queries {
+	for q := range c.queries {
 		var subject, object string
 		blocked := q%10 == 0
 		if blocked {
-			subject, object = w.pair(r.Uint64N(uint64(rows)))
+			subject, object = w.pair(r.Uint64N(uint64(c.rows)))
 			blockedAsked++
 		} else {
 			subject, object = w.users[r.IntN(len(w.users))], w.users[r.IntN(len(w.users))]
@@ -158,33 +193,48 @@ func demo(e env, path string, rows, queries int, p float64, rate int) error {
 			if blocked {
 				missed++
 			}
+			saved.Add(1)
+			looked.Add(1)
 			continue
 		}
 		positives++
 		dbQueries++
 		var n int
 		if err := stmt.QueryRow(subject, object).Scan(&n); err != nil {
+			m.finish()
 			s.stop()
 			return err
 		}
 		if n == 0 {
 			falsePositives++
 		}
+		looked.Add(1)
 	}
 	elapsed := time.Since(start)
-	streamed := s.stop()
+	m.finish()
+	streamed, err := s.stop()
+	if err != nil {
+		return fmt.Errorf("the live stream: %w", err)
+	}
 	unblocked := falsePositives + negatives
 	fmt.Fprintf(out, "queries:       %d lookups in %v (%.1f µs each), %d database queries\n",
-		queries, elapsed.Round(time.Millisecond), float64(elapsed.Microseconds())/float64(queries), dbQueries)
+		c.queries, elapsed.Round(time.Millisecond), float64(elapsed.Microseconds())/float64(c.queries), dbQueries)
 	fmt.Fprintf(out, "positive rate: %.2f%% of lookups reached the database; %.2f%% were answered from memory\n",
-		100*float64(positives)/float64(queries), 100-100*float64(dbQueries)/float64(queries))
+		100*float64(positives)/float64(c.queries), 100-100*float64(dbQueries)/float64(c.queries))
 	fmt.Fprintf(out, "false positives: %d of %d unblocked pairs = %.3f%% (target %.3f%%, from the bits %.3f%%)\n",
-		falsePositives, unblocked, 100*float64(falsePositives)/float64(max(1, unblocked)), 100*p, 100*f.EstimatedFPR())
+		falsePositives, unblocked, 100*float64(falsePositives)/float64(max(1, unblocked)), 100*c.p, 100*f.EstimatedFPR())
 
 	// 4. Verification: every relation in the database, including all the
 	// stream added, must test positive.
 	start = time.Now()
-	checked, lost, err := verifyAll(db, f)
+	var now uint64 // rows in the database now: the stream's duplicates were ignored
+	if err := db.QueryRow("SELECT count(*) FROM blocks").Scan(&now); err != nil {
+		return err
+	}
+	var checked atomic.Uint64
+	m = phase("verify", "rows checked", now, checked.Load, nil)
+	lost, err := verifyAll(db, f, &checked)
+	m.finish()
 	if err != nil {
 		return err
 	}
@@ -192,12 +242,13 @@ func demo(e env, path string, rows, queries int, p float64, rate int) error {
 		return fmt.Errorf("%d blocked pairs answered absent in the workload, %d rows of the database absent from the filter", missed, lost)
 	}
 	fmt.Fprintf(out, "verified:      no blocked pair missed: %d of %d blocked lookups found, all %d rows in the database (%d added by the stream) test positive (%v)\n",
-		blockedAsked-missed, blockedAsked, checked, streamed, time.Since(start).Round(time.Millisecond))
+		blockedAsked-missed, blockedAsked, checked.Load(), streamed, time.Since(start).Round(time.Millisecond))
 	return nil
 }
 
-// insertPairs stores relations [from, to) of w, 256 to a statement.
-func insertPairs(db *sql.DB, w world, from, to uint64) error {
+// insertPairs stores relations [from, to) of w, 256 to a statement,
+// counting them in done as they go in.
+func insertPairs(db *sql.DB, w world, from, to uint64, done *atomic.Uint64) error {
 	const per = 256
 	tx, err := db.Begin()
 	if err != nil {
@@ -218,6 +269,9 @@ func insertPairs(db *sql.DB, w world, from, to uint64) error {
 				return err
 			}
 			argv = argv[:0]
+			if done != nil {
+				done.Add(per)
+			}
 		}
 	}
 	for i := 0; i < len(argv); i += 2 {
@@ -225,64 +279,73 @@ func insertPairs(db *sql.DB, w world, from, to uint64) error {
 			return err
 		}
 	}
-	return tx.Commit()
+	if err := tx.Commit(); err != nil {
+		return err
+	}
+	if done != nil {
+		done.Add(uint64(len(argv) / 2))
+	}
+	return nil
 }
 
 // stream is the live stream of new blocks: every 10 ms it stores the blocks
 // due by then in the database, then adds them to the filter, as a service
-// does when its event arrives.
+// does when its event arrives. It ends after total blocks, or at stop.
 type stream struct {
 	done  chan struct{}
 	wg    sync.WaitGroup
-	added uint64
-	err   error
+	added atomic.Uint64 // blocks stored and added so far
+	err   error         // why the stream failed; read after wg.Wait
 }
 
-func startStream(db *sql.DB, w world, l *loader.Loader, next uint64, rate int) *stream {
+func startStream(db *sql.DB, w world, l *loader.Loader, next uint64, rate int, total uint64) *stream {
 	s := &stream{done: make(chan struct{})}
-	if rate == 0 {
+	if rate == 0 || total == 0 {
 		return s
 	}
 	s.wg.Go(func() {
 		start := time.Now()
 		tick := time.NewTicker(10 * time.Millisecond)
 		defer tick.Stop()
-		for {
+		for s.added.Load() < total {
 			select {
 			case <-s.done:
 				return
 			case <-tick.C:
 			}
-			due := uint64(time.Since(start).Seconds() * float64(rate))
-			if due <= s.added {
+			added := s.added.Load()
+			due := min(total, uint64(time.Since(start).Seconds()*float64(rate)))
+			if due <= added {
 				continue
 			}
-			from := next + s.added
-			if err := insertPairs(db, w, from, next+due); err != nil {
+			from := next + added
+			if err := insertPairs(db, w, from, next+due, nil); err != nil {
 				s.err = err
 				return
 			}
 			for i := from; i < next+due; i++ {
 				l.Add(key(w.pair(i)))
 			}
-			s.added = due
+			s.added.Store(due)
 		}
 	})
 	return s
 }
 
-// stop ends the stream and returns how many blocks it added.
-func (s *stream) stop() uint64 {
+// stop ends the stream and returns how many blocks it added, and why it
+// failed if it did.
+func (s *stream) stop() (uint64, error) {
 	close(s.done)
 	s.wg.Wait()
-	return s.added
+	return s.added.Load(), s.err
 }
 
-// verifyAll tests every relation in the database against the filter.
-func verifyAll(db *sql.DB, f *ohbloom.AtomicFilter) (checked, lost int, err error) {
+// verifyAll tests every relation in the database against the filter,
+// counting them in checked, and returns how many tested absent.
+func verifyAll(db *sql.DB, f *ohbloom.AtomicFilter, checked *atomic.Uint64) (lost int, err error) {
 	rows, err := db.Query("SELECT subject || '|' || object FROM blocks")
 	if err != nil {
-		return 0, 0, err
+		return 0, err
 	}
 	defer rows.Close()
 	batch := make([][]byte, 0, 4096)
@@ -294,18 +357,18 @@ func verifyAll(db *sql.DB, f *ohbloom.AtomicFilter) (checked, lost int, err erro
 				lost++
 			}
 		}
-		checked += len(batch)
+		checked.Add(uint64(len(batch)))
 		batch = batch[:0]
 	}
 	for rows.Next() {
 		var k []byte
 		if err := rows.Scan(&k); err != nil {
-			return checked, lost, err
+			return lost, err
 		}
 		if batch = append(batch, k); len(batch) == cap(batch) {
 			flush()
 		}
 	}
 	flush()
-	return checked, lost, rows.Err()
+	return lost, rows.Err()
 }

@@ -3,6 +3,7 @@ package cli
 import (
 	"bufio"
 	"fmt"
+	"math"
 
 	"github.com/ohbloom/ohbloom"
 )
@@ -10,14 +11,21 @@ import (
 func runTest(e env, args []string) int {
 	fs := flags(e, "test", "SNAPSHOT [KEY ...]",
 		"Tests keys against a snapshot: those given as arguments, or else the lines\n"+
-			"of stdin. Prints each key with \"possibly present\" or \"absent\". Exits 0\n"+
-			"when every key is possibly present and 3 when one is certainly absent.")
+			"of stdin. "+lineRule+" Prints each key with \"possibly\n"+
+			"present\" or \"absent\". Exits 0 when every key is possibly present and 3\n"+
+			"when one is certainly absent. The snapshot is checked in full first (its\n"+
+			"checksum): a damaged file is an error, never an answer.")
 	quiet := fs.Bool("q", false, "print nothing; only the exit code tells")
 	if code, ok := parse(fs, args); !ok {
 		return code
 	}
 	if fs.NArg() < 1 {
 		return usageError(e, fs, "a snapshot is required")
+	}
+	for _, k := range fs.Args()[1:] {
+		if k == "" {
+			return usageError(e, fs, "an empty key: empty keys are not keys, as empty lines are not")
+		}
 	}
 	s, err := ohbloom.Open(fs.Arg(0))
 	if err != nil {
@@ -27,35 +35,41 @@ func runTest(e env, args []string) int {
 	out := bufio.NewWriter(e.stdout)
 	defer out.Flush()
 	absent := false
-	check := func(key []byte) {
-		ok := s.Test(key)
+	// TestChecked: a file truncated after Open is an error, not a crash.
+	check := func(key []byte) error {
+		ok, err := s.TestChecked(key)
+		if err != nil {
+			return err
+		}
 		absent = absent || !ok
 		if *quiet {
-			return
+			return nil
 		}
 		verdict := "absent"
 		if ok {
 			verdict = "possibly present"
 		}
 		fmt.Fprintf(out, "%s\t%s\n", key, verdict)
+		return nil
 	}
 	if fs.NArg() > 1 {
 		for _, k := range fs.Args()[1:] {
-			check([]byte(k))
+			if err := check([]byte(k)); err != nil {
+				out.Flush()
+				return fail(e, "test", err)
+			}
 		}
 	} else {
-		sc := bufio.NewScanner(e.stdin)
-		sc.Buffer(make([]byte, 64<<10), maxKeyLine)
-		for sc.Scan() {
-			line := sc.Bytes()
-			if len(line) > 0 && line[len(line)-1] == '\r' {
-				line = line[:len(line)-1]
+		keys := newKeyScanner(e.stdin)
+		for key, ok := keys.next(); ok; key, ok = keys.next() {
+			if err := check(key); err != nil {
+				out.Flush()
+				return fail(e, "test", err)
 			}
-			check(line)
 		}
-		if err := sc.Err(); err != nil {
+		if err := keys.err(); err != nil {
 			out.Flush()
-			return fail(e, "test", err)
+			return fail(e, "test", fmt.Errorf("stdin: %w", err))
 		}
 	}
 	if absent {
@@ -76,14 +90,11 @@ func runInfo(e env, args []string) int {
 		return usageError(e, fs, "exactly one snapshot is required")
 	}
 	path := fs.Arg(0)
-	s, err := ohbloom.Open(path)
+	s, err := ohbloom.Open(path) // checks the checksum
 	if err != nil {
 		return fail(e, "info", err)
 	}
 	defer s.Close()
-	if err := s.Verify(); err != nil {
-		return fail(e, "info", err)
-	}
 	w := e.stdout
 	fmt.Fprintf(w, "file:            %s (format v%d, checksum ok)\n", path, ohbloom.FormatV1)
 	fmt.Fprintf(w, "geometry:        %d blocks of 512 bits, k=%d, %d bytes\n", s.Blocks(), s.K(), s.SizeBytes())
@@ -93,8 +104,19 @@ func runInfo(e env, args []string) int {
 			s.Capacity(), s.TargetFPR(), float64(s.Cap())/float64(s.Capacity()), ohbloom.ExpectedFPR(s.Capacity(), s.Blocks(), s.K()))
 	}
 	fmt.Fprintf(w, "fill ratio:      %.4f\n", s.FillRatio())
-	fmt.Fprintf(w, "estimated keys:  %d\n", s.EstimatedCount())
-	fmt.Fprintf(w, "FPR now:         %.4g\n", s.EstimatedFPR())
+	if n := s.EstimatedCount(); n == math.MaxUint64 {
+		// Every bit set: no count can be read from the bits, and every
+		// key tests "possibly present".
+		fmt.Fprintf(w, "estimated keys:  saturated (every bit is set; too many keys to estimate)\n")
+		fmt.Fprintf(w, "FPR now:         saturated (every key tests possibly present)\n")
+	} else {
+		fmt.Fprintf(w, "estimated keys:  %d\n", n)
+		fmt.Fprintf(w, "FPR now:         %.4g\n", s.EstimatedFPR())
+	}
+	if c := s.Capacity(); c > 0 && s.EstimatedFPR() > s.TargetFPR() {
+		warn(e, "info", "the filter holds more keys than the %d it was sized for: its false positive rate is %.4g, not %g",
+			c, s.EstimatedFPR(), s.TargetFPR())
+	}
 	return ExitOK
 }
 
@@ -112,27 +134,35 @@ func runMerge(e env, args []string) int {
 	if fs.NArg() < 2 {
 		return usageError(e, fs, "at least two snapshots are required")
 	}
+	if err := checkOutput(*out); err != nil {
+		return usageError(e, fs, "%v", err)
+	}
 	acc, err := ohbloom.Load(fs.Arg(0))
 	if err != nil {
 		return fail(e, "merge", err)
 	}
 	for _, path := range fs.Args()[1:] {
-		s, err := ohbloom.Open(path)
+		s, err := ohbloom.Open(path) // checks the checksum; errors name the path
 		if err != nil {
 			return fail(e, "merge", err)
 		}
-		err = s.Verify()
-		if err == nil {
-			err = acc.Union(s.ToFilter())
-		}
+		err = acc.Union(s.ToFilter())
 		s.Close()
-		if err != nil {
-			return fail(e, "merge", fmt.Errorf("%s: %w", path, err))
+		if err != nil { // incompatible: the library cannot know the path
+			return fail(e, "merge", fmt.Errorf("%s and %s: %w", fs.Arg(0), path, err))
 		}
 	}
 	if err := acc.Save(*out); err != nil {
 		return fail(e, "merge", err)
 	}
-	fmt.Fprintf(e.stdout, "wrote %s: union of %d snapshots, about %d keys\n", *out, fs.NArg(), acc.EstimatedCount())
+	keys := fmt.Sprintf("about %d keys", acc.EstimatedCount())
+	if acc.EstimatedCount() == math.MaxUint64 {
+		keys = "saturated (every bit is set)"
+	}
+	fmt.Fprintf(e.stdout, "wrote %s: union of %d snapshots, %s\n", *out, fs.NArg(), keys)
+	if c := acc.Capacity(); c > 0 && acc.EstimatedFPR() > acc.TargetFPR() {
+		warn(e, "merge", "the union holds more keys than the %d each filter was sized for: its false positive rate is now %.4g, not %g",
+			c, acc.EstimatedFPR(), acc.TargetFPR())
+	}
 	return ExitOK
 }

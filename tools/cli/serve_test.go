@@ -82,7 +82,7 @@ func TestServeUsage(t *testing.T) {
 	if _, errOut, code := run(t, "", "serve", "extra"); code != ExitUsage || !strings.Contains(errOut, "unexpected argument") {
 		t.Fatalf("serve extra: code %d, %q", code, errOut)
 	}
-	if _, errOut, code := run(t, "", "serve", "--help"); code != ExitOK || !strings.Contains(errOut, "BF.RESERVE") {
-		t.Fatalf("serve --help: code %d, %q", code, errOut)
+	if out, _, code := run(t, "", "serve", "--help"); code != ExitOK || !strings.Contains(out, "BF.RESERVE") {
+		t.Fatalf("serve --help: code %d, %q", code, out)
 	}
 }

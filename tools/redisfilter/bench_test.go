@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/ohbloom/ohbloom"
 	"github.com/redis/go-redis/v9"
@@ -132,7 +133,9 @@ func TestRoundTrips(t *testing.T) {
 
 func Example() {
 	ctx := context.Background()
-	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:6379"})
+	// Deadlines that hold on a frozen node (see the package doc).
+	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:6379", ContextTimeoutEnabled: true,
+		ReadTimeout: time.Second, WriteTimeout: time.Second, MaxRetries: 1})
 	defer rdb.Close()
 
 	// Every replica opens the same filter by name; the first creates it.

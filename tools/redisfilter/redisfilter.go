@@ -12,8 +12,24 @@
 // be served locally.
 //
 // Every command touches one key, and each shard's key carries its own hash
-// tag, ohbloom:{NAME:i}, so the filter works on Redis Cluster and its
-// shards spread over the cluster's nodes.
+// tag, ohbloom:{i:NAME}, so the filter works on Redis Cluster and its
+// shards spread over the cluster's nodes, whatever characters NAME holds.
+// A filter has Blocks/ShardBlocks shards: 3 for 10^6 keys at 1% with the
+// default shard size, so only large filters, or smaller shards, spread
+// over many nodes (see Options.ShardBlocks).
+//
+// The bits live in Redis, not here: a filter larger than this machine's
+// memory can be created and used; only Download needs the memory.
+//
+// Deadlines: go-redis ignores the context's deadline on the network unless
+// the client is made with ContextTimeoutEnabled, and retries a timed-out
+// command MaxRetries times (3 by default), each waiting ReadTimeout (5 s by
+// default), so a call to a frozen node can take tens of seconds whatever
+// its context says. For calls that end by their deadline, set
+//
+//	redis.Options{ContextTimeoutEnabled: true, ReadTimeout: t, WriteTimeout: t, MaxRetries: -1 or small}
+//
+// (the same fields exist on redis.ClusterOptions); see docs/redisfilter.md.
 package redisfilter
 
 import (
@@ -33,9 +49,18 @@ import (
 // smoothly and to spread a large filter over a cluster.
 const DefaultShardBlocks = 8192
 
+// MaxShardBlocks is the most blocks a shard can hold: a Redis string holds
+// at most 512 MiB (and BITFIELD addresses at most 2^32 bits of it).
+const MaxShardBlocks = 512 << 20 / ohbloom.BlockBytes
+
 // Options tune how a filter is stored.
 type Options struct {
-	// ShardBlocks is the number of 64-byte blocks per Redis string.
+	// ShardBlocks is the number of 64-byte blocks per Redis string, 1 to
+	// MaxShardBlocks; 0 means DefaultShardBlocks. A filter has
+	// Blocks/ShardBlocks shards (rounded up), and a cluster can spread no
+	// more than that over its nodes: for a filter to use N nodes evenly,
+	// give it several times N shards. Smaller shards also move and
+	// replicate more smoothly; larger ones mean fewer keys in Redis.
 	ShardBlocks uint64
 }
 
@@ -57,19 +82,25 @@ type Filter struct {
 
 func metaKey(name string) string { return "ohbloom:{" + name + "}:meta" }
 
+// shardKey names a shard. Redis Cluster hashes only a key's tag, the
+// bytes from its first '{' to the next '}': the shard number comes first
+// in it, so every shard has its own tag even when the name holds braces
+// ("a}b" would otherwise give every shard the tag "a", one slot).
 func (f *Filter) shardKey(shard uint64) string {
-	return "ohbloom:{" + f.name + ":" + strconv.FormatUint(shard, 10) + "}"
+	return "ohbloom:{" + strconv.FormatUint(shard, 10) + ":" + f.name + "}"
 }
 
 // describe is the meta key's value: everything needed to place keys.
 func describe(l ohbloom.Layout, shardBlocks uint64) string {
-	return fmt.Sprintf("ohbloom-redis v1 blocks=%d k=%d seed=%d shard_blocks=%d capacity=%d fpr=%s",
+	return fmt.Sprintf("ohbloom-redis v2 blocks=%d k=%d seed=%d shard_blocks=%d capacity=%d fpr=%s",
 		l.Blocks(), l.K(), l.Seed(), shardBlocks, l.Capacity(), strconv.FormatFloat(l.TargetFPR(), 'g', -1, 64))
 }
 
 func parseMeta(s string) (ohbloom.Layout, uint64, error) {
 	fields := strings.Fields(s)
-	if len(fields) != 8 || fields[0] != "ohbloom-redis" || fields[1] != "v1" {
+	// v1 named shards ohbloom:{NAME:i}; its shards are not where v2
+	// looks, so reading one as v2 would answer "absent" for every key.
+	if len(fields) != 8 || fields[0] != "ohbloom-redis" || fields[1] != "v2" {
 		return ohbloom.Layout{}, 0, fmt.Errorf("%w: %.80q", ErrMeta, s)
 	}
 	v := map[string]string{}
@@ -95,7 +126,7 @@ func parseMeta(s string) (ohbloom.Layout, uint64, error) {
 	if err := errors.Join(errs...); err != nil {
 		return ohbloom.Layout{}, 0, fmt.Errorf("%w: %v", ErrMeta, err)
 	}
-	if k > 16 || shard == 0 || shard > c.Blocks {
+	if k > 16 || shard == 0 || shard > c.Blocks || shard > MaxShardBlocks {
 		return ohbloom.Layout{}, 0, fmt.Errorf("%w: k=%d shard_blocks=%d", ErrMeta, k, shard)
 	}
 	c.K = int(k)
@@ -122,6 +153,10 @@ func Create(ctx context.Context, rdb redis.Cmdable, name string, c ohbloom.Confi
 func create(ctx context.Context, rdb redis.Cmdable, name string, l ohbloom.Layout, o Options) (*Filter, error) {
 	if o.ShardBlocks == 0 {
 		o.ShardBlocks = DefaultShardBlocks
+	}
+	if o.ShardBlocks > MaxShardBlocks {
+		return nil, fmt.Errorf("redisfilter: create %q: %w: ShardBlocks = %d, at most %d (a Redis string holds 512 MiB)",
+			name, ohbloom.ErrInvalidConfig, o.ShardBlocks, MaxShardBlocks)
 	}
 	o.ShardBlocks = min(o.ShardBlocks, l.Blocks())
 	desc := describe(l, o.ShardBlocks)
