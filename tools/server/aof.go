@@ -513,6 +513,9 @@ func (l *appendLog) giveBackLocked(buf []byte) {
 // refuses changes and never writes this segment again (a save starts the
 // next), so a partial record can only be its last: a torn tail.
 func (l *appendLog) writeOut(buf []byte, loads []loadPiece) error {
+	if fault := logFault.Load(); fault != nil {
+		return *fault
+	}
 	write := func(b []byte) error {
 		n, err := l.f.Write(b)
 		l.size += int64(n)
@@ -530,6 +533,9 @@ func (l *appendLog) writeOut(buf []byte, loads []loadPiece) error {
 	}
 	return write(buf[at:])
 }
+
+// logFault, set by tests, fails the log's writes as a full disk would.
+var logFault atomic.Pointer[error]
 
 // failLocked makes the log refuse changes until a save succeeds.
 func (l *appendLog) failLocked(err error) {

@@ -301,6 +301,7 @@ func (s *store) save(force bool) error {
 			errs = append(errs, fmt.Errorf("rotating the append-only log: %w", err))
 		}
 	}
+	testSaveHook("rotated")
 	names := s.names()
 	saved := make(map[string]bool, len(names))
 	for _, name := range names {
@@ -314,6 +315,7 @@ func (s *store) save(force bool) error {
 			errs = append(errs, err)
 		}
 	}
+	testSaveHook("written")
 	if err := s.removeStale(saved); err != nil {
 		errs = append(errs, err)
 	}
@@ -330,6 +332,7 @@ func (s *store) save(force bool) error {
 		return errors.Join(errs...)
 	}
 	s.lastSave.Store(now)
+	testSaveHook("synced")
 	if s.log != nil {
 		if err := s.log.removeBefore(gen); err != nil {
 			return err
@@ -342,6 +345,16 @@ func (s *store) save(force bool) error {
 		s.oldSegments = false
 	}
 	return nil
+}
+
+// saveHook, set by tests, runs at each step of a save: a test stops the
+// world there, as a crash would, by copying the data directory.
+var saveHook func(step string)
+
+func testSaveHook(step string) {
+	if saveHook != nil {
+		saveHook(step)
+	}
 }
 
 // saveKey writes one key's file: a temporary file synced and renamed over
