@@ -177,6 +177,11 @@ type appendLog struct {
 	failed   atomic.Bool
 	genNow   atomic.Uint64
 
+	// For tests: a clock to replace the real one, and the writers waiting
+	// for the flusher to catch up.
+	testClock      atomic.Pointer[func() time.Duration]
+	stalledWriters atomic.Int32
+
 	wake chan struct{}
 	stop chan struct{}
 	done chan struct{}
@@ -247,7 +252,12 @@ func createSegment(dir string, gen uint64) (*os.File, error) {
 	return tmp, nil
 }
 
-func (l *appendLog) clock() time.Duration { return time.Since(l.epoch) + 1 }
+func (l *appendLog) clock() time.Duration {
+	if now := l.testClock.Load(); now != nil {
+		return (*now)()
+	}
+	return time.Since(l.epoch) + 1
+}
 
 // begin starts a record in buf and returns where.
 func begin[K ~string | ~[]byte](l *appendLog, kind byte, key K) int {
@@ -411,7 +421,9 @@ func (l *appendLog) await(pos uint64) error {
 			l.flushLocked(l.policy == fsyncEverysec)
 			continue
 		}
+		l.stalledWriters.Add(1)
 		l.cond.Wait()
+		l.stalledWriters.Add(-1)
 	}
 	return nil
 }
@@ -514,7 +526,9 @@ func (l *appendLog) giveBackLocked(buf []byte) {
 // next), so a partial record can only be its last: a torn tail.
 func (l *appendLog) writeOut(buf []byte, loads []loadPiece) error {
 	if fault := logFault.Load(); fault != nil {
-		return *fault
+		if err := (*fault)(); err != nil {
+			return err
+		}
 	}
 	write := func(b []byte) error {
 		n, err := l.f.Write(b)
@@ -534,8 +548,9 @@ func (l *appendLog) writeOut(buf []byte, loads []loadPiece) error {
 	return write(buf[at:])
 }
 
-// logFault, set by tests, fails the log's writes as a full disk would.
-var logFault atomic.Pointer[error]
+// logFault, set by tests, runs before the log's writes: it fails them as
+// a full disk would, or holds them as a stalled disk would.
+var logFault atomic.Pointer[func() error]
 
 // failLocked makes the log refuse changes until a save succeeds.
 func (l *appendLog) failLocked(err error) {

@@ -593,7 +593,7 @@ func TestLogWriteFailure(t *testing.T) {
 			if err := rdb.BFAdd(ctx, "k", "before").Err(); err != nil {
 				t.Fatal(err)
 			}
-			fault := error(syscall.ENOSPC)
+			fault := func() error { return syscall.ENOSPC }
 			logFault.Store(&fault)
 			defer logFault.Store(nil)
 			err := rdb.BFAdd(ctx, "k", "during").Err()
@@ -734,4 +734,53 @@ func startWithClock(t *testing.T, c Config, now func() time.Time) (*Server, stri
 	go s.Serve(ln)
 	t.Cleanup(func() { s.Shutdown(context.Background()) })
 	return s, ln.Addr().String()
+}
+
+// Under everysec, while a record older than two seconds is not fsynced
+// (the disk stalls), replies to changes wait for the flusher, as Redis's
+// do: the loss a crash can cause stays bounded.
+func TestEverysecWritersWaitForAStalledDisk(t *testing.T) {
+	dir := t.TempDir()
+	s, rdb := startOn(t, dir, Config{})
+	ctx := context.Background()
+	l := s.store.log
+	fake := &fakeClock{t: time.Unix(0, 0).Add(time.Hour)}
+	clock := func() time.Duration { return fake.now().Sub(time.Unix(0, 0)) }
+	l.testClock.Store(&clock)
+	release, blocked := make(chan struct{}), make(chan struct{})
+	hold := func() error {
+		select {
+		case blocked <- struct{}{}:
+		default:
+		}
+		<-release
+		return nil
+	}
+	logFault.Store(&hold)
+	defer logFault.Store(nil)
+	// Whichever flush takes this record (ours or the flusher's tick) is
+	// stuck in its write.
+	if err := rdb.BFAdd(ctx, "k", "first").Err(); err != nil {
+		t.Fatal(err)
+	}
+	go l.flush(true)
+	<-blocked
+	fake.advance(3 * time.Second)
+	reply := make(chan error, 1)
+	go func() { reply <- rdb.BFAdd(ctx, "k", "second").Err() }()
+	for l.stalledWriters.Load() == 0 {
+		select {
+		case err := <-reply:
+			t.Fatalf("a change was acknowledged while a 3-second-old record was not synced: %v", err)
+		case <-time.After(time.Millisecond):
+		}
+	}
+	logFault.Store(nil)
+	close(release)
+	if err := <-reply; err != nil {
+		t.Fatal(err)
+	}
+	if ok, _ := rdb.BFExists(ctx, "k", "second").Result(); !ok {
+		t.Fatal("the waiting add was lost")
+	}
 }
