@@ -411,7 +411,9 @@ func (s *store) removeStale(live map[string]bool) error {
 }
 
 // writeAtomic writes path through a temporary file in its directory,
-// synced and renamed over it. The caller syncs the directory.
+// synced and renamed over it, as ohbloom.SaveFile does, except that the
+// caller syncs the directory: a save of many keys syncs it once, not once
+// a key.
 func writeAtomic(path string, write func(io.Writer) error) (err error) {
 	dir, base := filepath.Split(path)
 	tmp, err := os.CreateTemp(dir, "."+base+".tmp-*")
