@@ -18,8 +18,9 @@ func runServe(e env, args []string) int {
 		"Serves ohbloom filters over the Redis protocol with RedisBloom's commands\n"+
 			"(BF.RESERVE, BF.ADD, BF.MADD, BF.EXISTS, BF.MEXISTS, BF.INSERT, BF.INFO,\n"+
 			"BF.CARD, BF.SCANDUMP, BF.LOADCHUNK, and CF.* on counting filters), so any\n"+
-			"Redis client can use them. Filters are saved to --dir on a schedule and on\n"+
-			"SIGTERM or SIGINT, and restored at start. The password may also come from\n"+
+			"Redis client can use them. Every change is logged to --dir (--appendonly,\n"+
+			"--appendfsync) and filters are saved there on a schedule and on SIGTERM\n"+
+			"or SIGINT, and restored at start. The password may also come from\n"+
 			"the environment variable OHBLOOM_REQUIREPASS, which keeps it out of ps.")
 	addr := fs.String("addr", server.DefaultAddr, "address to listen on (loopback by default)")
 	dir := fs.String("dir", "", "data directory, one file per filter; empty keeps filters in memory only")
@@ -28,12 +29,19 @@ func runServe(e env, args []string) int {
 	maxFilter := fs.Uint64("max-filter-bytes", server.DefaultMaxFilterBytes, "largest filter a client may create or grow")
 	maxRequest := fs.Int64("max-request-bytes", server.DefaultMaxRequestBytes, "largest request (one command with its arguments)")
 	maxClients := fs.Int("max-clients", server.DefaultMaxClients, "most connections served at once")
+	appendOnly := fs.String("appendonly", "yes", "yes: log every change to --dir, replayed at start; no: a crash loses the changes since the last save")
+	appendFsync := fs.String("appendfsync", "everysec", "when the log is fsynced: always (before each reply), everysec (a crash loses at most about a second), no (when the kernel writes back)")
+	maxUpload := fs.Uint64("max-upload-bytes", 0, "bytes LOADCHUNK uploads in progress may hold in all (0: twice the largest dump of a --max-filter-bytes filter)")
+	maxDump := fs.Uint64("max-dump-bytes", 0, "bytes SCANDUMPs in progress may hold in all (0: twice the largest dump of a --max-filter-bytes filter)")
 	verbose := fs.Bool("v", false, "log connections closed on errors")
 	if code, ok := parse(fs, args); !ok {
 		return code
 	}
 	if fs.NArg() != 0 {
 		return usageError(e, fs, "unexpected argument %q", fs.Arg(0))
+	}
+	if *appendOnly != "yes" && *appendOnly != "no" {
+		return usageError(e, fs, "--appendonly %q: yes or no", *appendOnly)
 	}
 	if *saveEvery == 0 {
 		return usageError(e, fs, "--save-interval 0: give a positive interval, or a negative one to save only at shutdown")
@@ -44,7 +52,8 @@ func runServe(e env, args []string) int {
 	}
 	logger := slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: level}))
 	srv, err := server.New(server.Config{Addr: *addr, DataDir: *dir, SaveInterval: *saveEvery, Password: *pass,
-		MaxFilterBytes: *maxFilter, MaxRequestBytes: *maxRequest, MaxClients: *maxClients, Logger: logger})
+		MaxFilterBytes: *maxFilter, MaxRequestBytes: *maxRequest, MaxClients: *maxClients, Logger: logger,
+		DisableAppendLog: *appendOnly == "no", AppendFsync: *appendFsync, MaxUploadBytes: *maxUpload, MaxDumpBytes: *maxDump})
 	if err != nil {
 		return fail(e, "serve", err)
 	}

@@ -57,7 +57,7 @@ func (s *Server) checkSize(n uint64, p float64, size func(uint64, float64) (uint
 	return nil
 }
 
-func cmdBFReserve(s *Server, _ *session, w replier, args [][]byte) {
+func cmdBFReserve(s *Server, sess *session, w replier, args [][]byte) {
 	if len(args) > 7 {
 		w.WriteError(wrongArity(args[0]))
 		return
@@ -91,12 +91,12 @@ func cmdBFReserve(s *Server, _ *session, w replier, args [][]byte) {
 			return
 		}
 	}
-	s.reserve(w, args[1], false, func() (*entry, error) { return s.newBloom(o) })
+	s.reserve(sess, w, args[1], false, func() (*entry, error) { return s.newBloom(o) })
 }
 
 // bloomEntry returns the BF key name, creating it with o when create is
 // set; it writes the error reply and returns nil when there is none.
-func (s *Server) bloomEntry(w replier, name []byte, create bool, o bloomOptions) *entry {
+func (s *Server) bloomEntry(sess *session, w replier, name []byte, create bool, o bloomOptions) *entry {
 	if !create {
 		e := s.store.get(string(name))
 		switch {
@@ -116,11 +116,13 @@ func (s *Server) bloomEntry(w replier, name []byte, create bool, o bloomOptions)
 			return nil
 		}
 		var err error
-		e, _, err = s.store.getOrCreate(string(name), func() (*entry, error) { return s.newBloom(o) })
+		var pos uint64
+		e, _, pos, err = s.store.getOrCreateLogged(string(name), func() (*entry, error) { return s.newBloom(o) })
 		if err != nil {
 			w.WriteError(err.Error())
 			return nil
 		}
+		noteLog(sess, pos)
 	}
 	if e.kind == kindCounting {
 		w.WriteError(wrongType)
@@ -129,21 +131,46 @@ func (s *Server) bloomEntry(w replier, name []byte, create bool, o bloomOptions)
 	return e
 }
 
+// Results of adding one item to a BF key.
+const (
+	addPresent int8 = iota // the filter already reported it
+	addNew
+	addFull      // a NONSCALING filter at its capacity
+	addSizeLimit // a scalable filter at max-filter-bytes
+)
+
 // bloomAdd adds one item and returns 1 if it was new, 0 if the filter
 // already reported it, or an error reply.
 func (s *Server) bloomAdd(e *entry, item []byte) (int64, string) {
+	switch r := s.bloomAddHash(e, e.hash(item)); r {
+	case addPresent, addNew:
+		return int64(r), ""
+	default:
+		return 0, s.addError(r)
+	}
+}
+
+func (s *Server) addError(r int8) string {
+	if r == addFull {
+		return errNonScalingIsFull
+	}
+	return fmt.Sprintf("ERR filter reached max-filter-bytes (%d) and cannot grow", s.cfg.MaxFilterBytes)
+}
+
+// bloomAddHash adds the item whose hash is h. A change marks the key dirty
+// before its caller logs it (persist.go says why).
+func (s *Server) bloomAddHash(e *entry, h uint64) int8 {
 	switch e.kind {
 	case kindFixed:
-		h := e.fixed.Hash(item)
 		if e.fixed.TestHash(h) {
-			return 0, ""
+			return addPresent
 		}
 		// Reserve a place below the capacity before adding, so that
 		// concurrent clients cannot overfill the filter between them.
 		for {
 			n := e.items.Load()
 			if n >= e.capacity {
-				return 0, errNonScalingIsFull
+				return addFull
 			}
 			if e.items.CompareAndSwap(n, n+1) {
 				break
@@ -151,48 +178,85 @@ func (s *Server) bloomAdd(e *entry, item []byte) (int64, string) {
 		}
 		if e.fixed.TestAndAddHash(h) {
 			e.items.Add(^uint64(0)) // another client added it first
-			return 0, ""
+			return addPresent
 		}
 		e.markDirty()
-		return 1, ""
+		return addNew
 	default:
-		if e.scalable.SizeBytes() > s.cfg.MaxFilterBytes && !e.scalable.Test(item) {
-			return 0, fmt.Sprintf("ERR filter reached max-filter-bytes (%d) and cannot grow", s.cfg.MaxFilterBytes)
+		if e.scalable.SizeBytes() > s.cfg.MaxFilterBytes && !e.scalable.TestHash(h) {
+			return addSizeLimit
 		}
-		if e.scalable.TestAndAdd(item) {
-			return 0, ""
+		if e.scalable.TestAndAddHash(h) {
+			return addPresent
 		}
 		e.items.Add(1)
 		e.markDirty()
-		return 1, ""
+		return addNew
 	}
 }
 
-func cmdBFAdd(s *Server, _ *session, w replier, args [][]byte) {
+func cmdBFAdd(s *Server, sess *session, w replier, args [][]byte) {
+	if msg := s.store.writeRefusal(); msg != "" {
+		w.WriteError(msg)
+		return
+	}
 	o := bloomOptions{errorRate: defaultErrorRate, capacity: defaultBFCapacity, expansion: defaultExpansion}
-	e := s.bloomEntry(w, args[1], true, o)
+	e := s.bloomEntry(sess, w, args[1], true, o)
 	if e == nil {
 		return
 	}
 	multi := eq(args[0], "bf.madd")
-	s.addItems(e, w, args[2:], multi)
+	s.addItems(sess, e, w, args[1], args[2:], multi)
 }
 
-func (s *Server) addItems(e *entry, w replier, items [][]byte, multi bool) {
+// addItems adds items to the BF key name, hashesPerRecord at a time: each
+// group is applied, logged as one record of hashes, committed, and only
+// then answered. An item found present is logged too under always: its
+// bits may come from another client's add whose record is not yet
+// written, and this reply must not outrun it.
+func (s *Server) addItems(sess *session, e *entry, w replier, name []byte, items [][]byte, multi bool) {
 	if multi {
 		w.WriteArray(len(items))
 	}
-	for _, item := range items {
-		n, errMsg := s.bloomAdd(e, item)
-		if errMsg != "" {
-			w.WriteError(errMsg)
-		} else {
-			w.WriteInt64(n)
+	log := s.store.log
+	logPresent := log != nil && log.policy == fsyncAlways
+	for len(items) > 0 {
+		group := items[:min(len(items), hashesPerRecord)]
+		items = items[len(group):]
+		var results [hashesPerRecord]int8
+		var hs [hashesPerRecord]uint64
+		n := 0
+		for i, item := range group {
+			h := e.hash(item)
+			results[i] = s.bloomAddHash(e, h)
+			if log != nil && (results[i] == addNew || (results[i] == addPresent && logPresent)) {
+				hs[n] = h
+				n++
+			}
+		}
+		var pos uint64
+		if n > 0 {
+			pos = log.appendHashes(recBloomAdd, name, 0, hs[:n])
+		}
+		err := s.commit(sess, pos)
+		for _, r := range results[:len(group)] {
+			switch {
+			case err != nil:
+				w.WriteError(logFailed(err))
+			case r == addPresent || r == addNew:
+				w.WriteInt64(int64(r))
+			default:
+				w.WriteError(s.addError(r))
+			}
 		}
 	}
 }
 
-func cmdBFInsert(s *Server, _ *session, w replier, args [][]byte) {
+func cmdBFInsert(s *Server, sess *session, w replier, args [][]byte) {
+	if msg := s.store.writeRefusal(); msg != "" {
+		w.WriteError(msg)
+		return
+	}
 	o := bloomOptions{errorRate: defaultErrorRate, capacity: defaultBFCapacity, expansion: defaultExpansion}
 	create, items := true, -1
 	var ok bool
@@ -242,11 +306,11 @@ func cmdBFInsert(s *Server, _ *session, w replier, args [][]byte) {
 			return
 		}
 	}
-	e := s.bloomEntry(w, args[1], create, o)
+	e := s.bloomEntry(sess, w, args[1], create, o)
 	if e == nil {
 		return
 	}
-	s.addItems(e, w, args[items:], true)
+	s.addItems(sess, e, w, args[1], args[items:], true)
 }
 
 // valid checks the options with RedisBloom's messages, before any filter
@@ -306,7 +370,7 @@ func cmdBFInfo(s *Server, _ *session, w replier, args [][]byte) {
 		w.WriteError(wrongArity(args[0]))
 		return
 	}
-	e := s.bloomEntry(w, args[1], false, bloomOptions{})
+	e := s.bloomEntry(nil, w, args[1], false, bloomOptions{})
 	if e == nil {
 		return
 	}

@@ -27,7 +27,7 @@ func (s *Server) newCounting(capacity int64) (*entry, error) {
 // countingSize sizes a counting filter without allocating one.
 func countingSize(n uint64, p float64) (uint64, int, error) { return ohbloom.CountingSize(n, p) }
 
-func cmdCFReserve(s *Server, _ *session, w replier, args [][]byte) {
+func cmdCFReserve(s *Server, sess *session, w replier, args [][]byte) {
 	capacity, ok := parseInt(args[2])
 	if !ok {
 		w.WriteError("ERR Bad capacity")
@@ -53,17 +53,27 @@ func cmdCFReserve(s *Server, _ *session, w replier, args [][]byte) {
 			return
 		}
 	}
-	s.reserve(w, args[1], true, func() (*entry, error) { return s.newCounting(capacity) })
+	s.reserve(sess, w, args[1], true, func() (*entry, error) { return s.newCounting(capacity) })
 }
 
 // reserve creates the key with build and answers BF.RESERVE or CF.RESERVE:
 // OK, or RedisBloom's error for a key that exists, of either type.
-func (s *Server) reserve(w replier, name []byte, counting bool, build func() (*entry, error)) {
+func (s *Server) reserve(sess *session, w replier, name []byte, counting bool, build func() (*entry, error)) {
 	if len(name) > maxKeyBytes {
 		w.WriteError(errKeyTooLong)
 		return
 	}
-	e, created, err := s.store.getOrCreate(string(name), build)
+	if msg := s.store.writeRefusal(); msg != "" {
+		w.WriteError(msg)
+		return
+	}
+	e, created, pos, err := s.store.getOrCreateLogged(string(name), build)
+	if err == nil {
+		err = s.commit(sess, pos)
+		if err != nil {
+			err = errors.New(logFailed(err))
+		}
+	}
 	switch {
 	case err != nil:
 		w.WriteError(err.Error())
@@ -76,7 +86,7 @@ func (s *Server) reserve(w replier, name []byte, counting bool, build func() (*e
 	}
 }
 
-func (s *Server) countingEntry(w replier, name []byte, create bool, capacity int64) *entry {
+func (s *Server) countingEntry(sess *session, w replier, name []byte, create bool, capacity int64) *entry {
 	e := s.store.getBytes(name)
 	if e == nil && create {
 		if len(name) > maxKeyBytes {
@@ -84,11 +94,13 @@ func (s *Server) countingEntry(w replier, name []byte, create bool, capacity int
 			return nil
 		}
 		var err error
-		e, _, err = s.store.getOrCreate(string(name), func() (*entry, error) { return s.newCounting(capacity) })
+		var pos uint64
+		e, _, pos, err = s.store.getOrCreateLogged(string(name), func() (*entry, error) { return s.newCounting(capacity) })
 		if err != nil {
 			w.WriteError(err.Error())
 			return nil
 		}
+		noteLog(sess, pos)
 	} else if e == nil {
 		w.WriteError(errNotFound)
 		return nil
@@ -100,27 +112,66 @@ func (s *Server) countingEntry(w replier, name []byte, create bool, capacity int
 	return e
 }
 
-// countingAdd adds item (only if absent with nx) and returns 1 if it was
-// added.
-func countingAdd(e *entry, item []byte, nx bool) int64 {
-	if nx && e.counting.Test(item) {
-		return 0
+// countingAdds adds items (each only if absent, with nx) to the CF key
+// name, at most hashesPerRecord of them, and sets out[i] to 1 for each
+// added. The adds, their numbers and their record are one step under the
+// key's lock (persist.go says why); then the change is committed.
+func (s *Server) countingAdds(sess *session, e *entry, name []byte, items [][]byte, nx bool, out []int64) error {
+	log := s.store.log
+	var hs [hashesPerRecord]uint64
+	n := 0
+	e.mu.Lock()
+	first := e.seq + 1
+	for i, item := range items {
+		h := e.hash(item)
+		if nx && e.counting.CountHash(h) > 0 {
+			out[i] = 0
+			continue
+		}
+		e.counting.AddHash(h)
+		e.items.Add(1)
+		e.seq++
+		hs[n] = h
+		n++
+		out[i] = 1
 	}
-	e.counting.Add(item)
-	e.items.Add(1)
-	e.markDirty()
-	return 1
+	var pos uint64
+	if n > 0 {
+		e.markDirty()
+		if log != nil {
+			pos = log.appendHashes(recCountingAdd, name, first, hs[:n])
+		}
+	} else if log != nil {
+		// Nothing changed, but what CF.ADDNX saw may be another
+		// client's add whose record is not yet durable.
+		pos = log.tail.Load()
+	}
+	e.mu.Unlock()
+	return s.commit(sess, pos)
 }
 
-func cmdCFAdd(s *Server, _ *session, w replier, args [][]byte) {
-	e := s.countingEntry(w, args[1], true, defaultCFCapacity)
+func cmdCFAdd(s *Server, sess *session, w replier, args [][]byte) {
+	if msg := s.store.writeRefusal(); msg != "" {
+		w.WriteError(msg)
+		return
+	}
+	e := s.countingEntry(sess, w, args[1], true, defaultCFCapacity)
 	if e == nil {
 		return
 	}
-	w.WriteInt64(countingAdd(e, args[2], eq(args[0], "cf.addnx")))
+	var out [1]int64
+	if err := s.countingAdds(sess, e, args[1], args[2:3], eq(args[0], "cf.addnx"), out[:]); err != nil {
+		w.WriteError(logFailed(err))
+		return
+	}
+	w.WriteInt64(out[0])
 }
 
-func cmdCFInsert(s *Server, _ *session, w replier, args [][]byte) {
+func cmdCFInsert(s *Server, sess *session, w replier, args [][]byte) {
+	if msg := s.store.writeRefusal(); msg != "" {
+		w.WriteError(msg)
+		return
+	}
 	capacity, create, items := int64(defaultCFCapacity), true, -1
 	for i := 2; i < len(args) && items < 0; i++ {
 		switch {
@@ -148,14 +199,24 @@ func cmdCFInsert(s *Server, _ *session, w replier, args [][]byte) {
 		w.WriteError(wrongArity(args[0]))
 		return
 	}
-	e := s.countingEntry(w, args[1], create, capacity)
+	e := s.countingEntry(sess, w, args[1], create, capacity)
 	if e == nil {
 		return
 	}
 	nx := eq(args[0], "cf.insertnx")
 	w.WriteArray(len(args) - items)
-	for _, item := range args[items:] {
-		w.WriteInt64(countingAdd(e, item, nx))
+	for rest := args[items:]; len(rest) > 0; {
+		group := rest[:min(len(rest), hashesPerRecord)]
+		rest = rest[len(group):]
+		var out [hashesPerRecord]int64
+		err := s.countingAdds(sess, e, args[1], group, nx, out[:])
+		for i := range group {
+			if err != nil {
+				w.WriteError(logFailed(err))
+			} else {
+				w.WriteInt64(out[i])
+			}
+		}
 	}
 }
 
@@ -183,23 +244,46 @@ func cmdCFExists(s *Server, _ *session, w replier, args [][]byte) {
 	}
 }
 
-func cmdCFDel(s *Server, _ *session, w replier, args [][]byte) {
-	e := s.countingEntry(w, args[1], false, 0)
+// cmdCFDel deletes one occurrence of an item: it replies 1 when the item
+// tests present and the key's item count (adds minus deletes) is above 0,
+// and 0 otherwise, changing nothing. So the count never goes below 0, and
+// an item added n times is deleted n times, as in RedisBloom, even when its
+// counters saturated at 15: those stay at 15 (a counter that reached 15 no
+// longer knows how many items it counts), so such an item still tests
+// present after its last delete, where RedisBloom would say absent.
+func cmdCFDel(s *Server, sess *session, w replier, args [][]byte) {
+	if msg := s.store.writeRefusal(); msg != "" {
+		w.WriteError(msg)
+		return
+	}
+	e := s.countingEntry(sess, w, args[1], false, 0)
 	if e == nil {
 		return
 	}
-	if err := e.counting.Remove(args[2]); err != nil {
-		w.WriteInt64(0)
+	h := e.hash(args[2])
+	deleted := int64(0)
+	var pos uint64
+	e.mu.Lock()
+	if e.counting.CountHash(h) > 0 && e.decrementItems() {
+		e.counting.RemoveHash(h) // present, so it removes
+		e.deletes.Add(1)
+		e.seq++
+		e.markDirty()
+		if s.store.log != nil {
+			pos = s.store.log.appendRemove(args[1], e.seq, h)
+		}
+		deleted = 1
+	}
+	e.mu.Unlock()
+	if err := s.commit(sess, pos); err != nil {
+		w.WriteError(logFailed(err))
 		return
 	}
-	e.items.Add(^uint64(0))
-	e.deletes.Add(1)
-	e.markDirty()
-	w.WriteInt64(1)
+	w.WriteInt64(deleted)
 }
 
 func cmdCFInfo(s *Server, _ *session, w replier, args [][]byte) {
-	e := s.countingEntry(w, args[1], false, 0)
+	e := s.countingEntry(nil, w, args[1], false, 0)
 	if e == nil {
 		return
 	}

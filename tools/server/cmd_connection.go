@@ -5,8 +5,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/tidwall/match"
 )
 
 func cmdPing(_ *Server, _ *session, w replier, args [][]byte) {
@@ -158,7 +156,7 @@ func cmdConfig(s *Server, _ *session, w replier, args [][]byte) {
 	}
 	settings := map[string]string{
 		"save":               "",
-		"appendonly":         "no",
+		"appendonly":         s.appendOnlySetting(),
 		"maxclients":         strconv.Itoa(s.cfg.MaxClients),
 		"proto-max-bulk-len": strconv.FormatInt(s.cfg.MaxRequestBytes, 10),
 		"dir":                s.cfg.DataDir,
@@ -166,7 +164,7 @@ func cmdConfig(s *Server, _ *session, w replier, args [][]byte) {
 	pattern := strings.ToLower(string(args[2]))
 	var names []string
 	for name := range settings {
-		if match.Match(name, pattern) {
+		if globMatch(pattern, name) {
 			names = append(names, name)
 		}
 	}
@@ -189,7 +187,7 @@ func cmdInfo(s *Server, _ *session, w replier, _ [][]byte) {
 		}
 	}
 	fmt.Fprintf(&b, "# Memory\r\nused_memory_filters:%d\r\n", bytes)
-	fmt.Fprintf(&b, "# Persistence\r\nrdb_last_save_time:%d\r\n", s.store.lastSave.Load())
+	s.infoPersistence(&b)
 	fmt.Fprintf(&b, "# Keyspace\r\n")
 	if n := s.store.len(); n > 0 {
 		fmt.Fprintf(&b, "db0:keys=%d,expires=0,avg_ttl=0\r\n", n)

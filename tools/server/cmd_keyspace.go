@@ -3,18 +3,30 @@ package server
 import (
 	"strconv"
 	"strings"
-
-	"github.com/tidwall/match"
 )
 
-func cmdDel(s *Server, _ *session, w replier, args [][]byte) {
+// cmdDel replies with the number of keys removed, and every one of them
+// stays removed after a restart: with the log, its record says so; without
+// it, a key whose file cannot be removed is kept, and the reply is an
+// error naming it (the keys before it are removed).
+func cmdDel(s *Server, sess *session, w replier, args [][]byte) {
+	if msg := s.store.writeRefusal(); msg != "" {
+		w.WriteError(msg)
+		return
+	}
 	names := make([]string, len(args)-1)
 	for i, a := range args[1:] {
 		names[i] = string(a)
 	}
-	n, err := s.store.del(names...)
+	n, pos, err := s.store.del(names...)
+	if cerr := s.commit(sess, pos); cerr != nil {
+		w.WriteError(logFailed(cerr))
+		return
+	}
 	if err != nil {
-		s.cfg.Logger.Error("removing data files", "err", err)
+		s.cfg.Logger.Error("DEL", "err", err)
+		w.WriteError("ERR " + oneLine(err.Error()))
+		return
 	}
 	w.WriteInt64(int64(n))
 }
@@ -38,9 +50,14 @@ func cmdType(s *Server, _ *session, w replier, args [][]byte) {
 }
 
 func cmdKeys(s *Server, _ *session, w replier, args [][]byte) {
+	if len(args[1]) > maxPatternBytes {
+		w.WriteError(errPatternTooLong)
+		return
+	}
+	pattern := string(args[1])
 	var out []string
 	for _, name := range s.store.names() {
-		if match.Match(name, string(args[1])) {
+		if globMatch(pattern, name) {
 			out = append(out, name)
 		}
 	}
@@ -67,6 +84,10 @@ func cmdScan(s *Server, _ *session, w replier, args [][]byte) {
 		}
 		switch {
 		case eq(args[i], "MATCH"):
+			if len(args[i+1]) > maxPatternBytes {
+				w.WriteError(errPatternTooLong)
+				return
+			}
 			pattern = string(args[i+1])
 		case eq(args[i], "COUNT"):
 			if count, ok = parseInt(args[i+1]); !ok || count < 1 {
@@ -90,7 +111,7 @@ func cmdScan(s *Server, _ *session, w replier, args [][]byte) {
 		}
 		name := names[i]
 		e := s.store.get(name)
-		if e == nil || !match.Match(name, pattern) || (typ != "" && !strings.EqualFold(typ, e.kind.typeName())) {
+		if e == nil || !globMatch(pattern, name) || (typ != "" && !strings.EqualFold(typ, e.kind.typeName())) {
 			continue
 		}
 		out = append(out, name)
@@ -103,13 +124,27 @@ func cmdScan(s *Server, _ *session, w replier, args [][]byte) {
 	}
 }
 
-func cmdFlush(s *Server, _ *session, w replier, args [][]byte) {
+// cmdFlush removes every key and every LOADCHUNK upload in progress; as
+// DEL, without the log it keeps the keys whose files cannot be removed and
+// replies an error.
+func cmdFlush(s *Server, sess *session, w replier, args [][]byte) {
 	if len(args) > 2 || (len(args) == 2 && !eq(args[1], "SYNC") && !eq(args[1], "ASYNC")) {
 		w.WriteError("ERR syntax error")
 		return
 	}
-	if _, err := s.store.del(s.store.names()...); err != nil {
-		s.cfg.Logger.Error("removing data files", "err", err)
+	if msg := s.store.writeRefusal(); msg != "" {
+		w.WriteError(msg)
+		return
+	}
+	pos, err := s.store.flush()
+	if cerr := s.commit(sess, pos); cerr != nil {
+		w.WriteError(logFailed(cerr))
+		return
+	}
+	if err != nil {
+		s.cfg.Logger.Error("FLUSHALL", "err", err)
+		w.WriteError("ERR " + oneLine(err.Error()))
+		return
 	}
 	w.WriteString("OK")
 }
@@ -131,7 +166,12 @@ func cmdBgsave(s *Server, _ *session, w replier, _ [][]byte) {
 		w.WriteError("ERR no data directory: start the server with --dir to save")
 		return
 	}
+	if !s.store.bgsave.CompareAndSwap(false, true) {
+		w.WriteError("ERR Background save already in progress")
+		return
+	}
 	go func() {
+		defer s.store.bgsave.Store(false)
 		if err := s.store.save(false); err != nil {
 			s.cfg.Logger.Error("BGSAVE", "err", err)
 		}

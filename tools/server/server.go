@@ -47,6 +47,18 @@ type Config struct {
 	MaxRequestBytes int64
 	// MaxClients bounds the connections served at once; default 10000.
 	MaxClients int
+	// DisableAppendLog turns the append-only log off (--appendonly no):
+	// then a crash loses every change since the last save.
+	DisableAppendLog bool
+	// AppendFsync is when the log is fsynced, Redis's appendfsync:
+	// "always" (before the reply), "everysec" (the default) or "no".
+	AppendFsync string
+	// MaxUploadBytes bounds the bytes held by LOADCHUNK uploads in
+	// progress; default twice the largest dump of a MaxFilterBytes filter.
+	MaxUploadBytes uint64
+	// MaxDumpBytes bounds the bytes held by SCANDUMPs in progress; default
+	// as MaxUploadBytes.
+	MaxDumpBytes uint64
 	// Logger receives errors of saves and connections; default
 	// slog.Default().
 	Logger *slog.Logger
@@ -115,7 +127,7 @@ func New(c Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: c, store: newStore(c.DataDir), started: time.Now(),
+	s := &Server{cfg: c, store: newStore(c), started: time.Now(),
 		served: make(chan struct{}), stopSave: make(chan struct{}), saveDone: make(chan struct{})}
 	if err := s.store.load(); err != nil {
 		return nil, err
@@ -204,7 +216,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		close(s.stopSave)
 		<-s.saveDone
 	}
-	return s.store.save(false)
+	return s.store.shutdown()
 }
 
 // Save writes every changed filter now, as the schedule would.
@@ -215,6 +227,7 @@ type session struct {
 	authed bool
 	name   string
 	quit   bool
+	log    logWait
 }
 
 func (s *Server) accept(c redcon.Conn) bool {
@@ -223,7 +236,7 @@ func (s *Server) accept(c redcon.Conn) bool {
 		c.NetConn().Write([]byte("-ERR max number of clients reached\r\n"))
 		return false
 	}
-	c.SetContext(&session{authed: s.cfg.Password == ""})
+	c.SetContext(&session{authed: s.cfg.Password == "", log: logWait{deferred: true}})
 	return true
 }
 
@@ -237,10 +250,19 @@ func (s *Server) closedConn(c redcon.Conn, err error) {
 func (s *Server) serveRESP(c redcon.Conn, cmd redcon.Command) {
 	sess, _ := c.Context().(*session)
 	if sess == nil {
-		sess = &session{authed: s.cfg.Password == ""}
+		sess = &session{authed: s.cfg.Password == "", log: logWait{deferred: true}}
 		c.SetContext(sess)
 	}
 	s.exec(sess, c, cmd.Args)
+	// redcon writes the replies of a pipeline once its last command has
+	// run: the changes among them wait for the log together, and if the
+	// log failed no reply goes out.
+	if sess.log.pos != 0 && len(c.PeekPipeline()) == 0 {
+		if err := s.syncLog(sess); err != nil {
+			c.NetConn().Close()
+			return
+		}
+	}
 	if sess.quit {
 		c.Close()
 	}

@@ -8,11 +8,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"math"
 	"os"
 	"path/filepath"
 	"sort"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -50,13 +50,22 @@ type entry struct {
 	counting  *ohbloom.AtomicCountingFilter
 	capacity  uint64  // as reserved
 	errorRate float64 // as reserved (CF keys: the counting filter's target)
+	seed      uint64  // the filter's hash seed (every stage shares it)
 
-	items   atomic.Uint64 // BF: items reported new; CF: items added minus deleted
+	items   atomic.Uint64 // BF: items reported new; CF: items added minus deleted, never below 0
 	deletes atomic.Uint64 // CF only
 	dirty   atomic.Bool   // changed since it was last saved
 
-	dumpMu sync.Mutex
-	dump   []byte // the encoding SCANDUMP is serving, from its iterator 0 on
+	// mu orders the changes of a CF key: a change, its sequence number and
+	// its log record are one step under mu, and a snapshot or a dump of the
+	// key is taken under mu, so that it holds exactly the changes up to
+	// seq. BF keys do without: their log records are idempotent.
+	mu  sync.Mutex
+	seq uint64 // CF: number of the key's last change (guarded by mu)
+
+	// onDisk says a save wrote this entry's file; guarded by the key's
+	// stripe lock (store.stripe).
+	onDisk bool
 }
 
 // markDirty records a change. It loads before it stores so that a hot key
@@ -66,6 +75,21 @@ func (e *entry) markDirty() {
 		e.dirty.Store(true)
 	}
 }
+
+// initSeed records the filter's seed, once it is built or decoded.
+func (e *entry) initSeed() {
+	switch e.kind {
+	case kindScalable:
+		e.seed = e.scalable.Stage(0).Seed()
+	case kindFixed:
+		e.seed = e.fixed.Seed()
+	case kindCounting:
+		e.seed = e.counting.Seed()
+	}
+}
+
+// hash is the filter's hash of item, what the log records.
+func (e *entry) hash(item []byte) uint64 { return xxh3.HashSeed(item, e.seed) }
 
 func (e *entry) sizeBytes() uint64 {
 	switch e.kind {
@@ -108,21 +132,39 @@ func (e *entry) writeFilter(w io.Writer) (int64, error) {
 	}
 }
 
+// decrementItems takes one from a CF key's item count unless it is 0, and
+// reports whether it did.
+func (e *entry) decrementItems() bool {
+	for {
+		n := e.items.Load()
+		if n == 0 {
+			return false
+		}
+		if e.items.CompareAndSwap(n, n-1) {
+			return true
+		}
+	}
+}
+
 // The record of one key, on disk and in BF.SCANDUMP's chunks:
 //
-//	0   magic "OHBSRV" and version 0x0001 (big-endian)
+//	0   magic "OHBSRV" and version (big-endian): 0x0002; 0x0001 is read too
 //	8   kind (1 scalable, 2 fixed, 3 counting), 7 zero bytes
 //	16  items, little-endian uint64
 //	24  deletes
 //	32  capacity
 //	40  error rate, float64 bits
 //	48  key length, uint32; 4 zero bytes
-//	56  the key
+//	56  (version 2) seq: the number of the key's last change that the
+//	    record holds, for CF keys (0 for BF keys); see persist.go
+//	64  the key (at 56 in version 1)
 //	    XXH3_64bits of everything above
 //	    the filter, as its WriteTo writes it (with its own checksum)
 const (
-	recordMagic   = "OHBSRV\x00\x01"
-	recordFixed   = 56
+	recordMagic   = "OHBSRV\x00\x02"
+	recordMagicV1 = "OHBSRV\x00\x01"
+	recordFixed   = 64
+	recordFixedV1 = 56
 	maxKeyBytes   = 64 << 10
 	recordFileExt = ".ohbs"
 )
@@ -132,37 +174,46 @@ var (
 	errCorrupt   = errors.New("corrupt record")
 )
 
-// WriteTo writes e's record under name; it implements io.WriterTo for
-// ohbloom.SaveFile.
-type record struct {
-	name string
-	e    *entry
-}
-
-func (r record) WriteTo(w io.Writer) (int64, error) {
-	head := make([]byte, recordFixed, recordFixed+len(r.name)+8)
+// writeRecord writes e's record under name. The caller holds e.mu for a CF
+// key, so that counts, seq and counters agree.
+func writeRecord(w io.Writer, name string, e *entry) (int64, error) {
+	head := make([]byte, recordFixed, recordFixed+len(name)+8)
 	copy(head, recordMagic)
-	head[8] = byte(r.e.kind)
+	head[8] = byte(e.kind)
 	le := binary.LittleEndian
-	le.PutUint64(head[16:], r.e.items.Load())
-	le.PutUint64(head[24:], r.e.deletes.Load())
-	le.PutUint64(head[32:], r.e.capacity)
-	le.PutUint64(head[40:], math.Float64bits(r.e.errorRate))
-	le.PutUint32(head[48:], uint32(len(r.name)))
-	head = append(head, r.name...)
+	le.PutUint64(head[16:], e.items.Load())
+	le.PutUint64(head[24:], e.deletes.Load())
+	le.PutUint64(head[32:], e.capacity)
+	le.PutUint64(head[40:], math.Float64bits(e.errorRate))
+	le.PutUint32(head[48:], uint32(len(name)))
+	le.PutUint64(head[56:], e.seq)
+	head = append(head, name...)
 	head = le.AppendUint64(head, xxh3.Hash(head))
 	n, err := w.Write(head)
 	if err != nil {
 		return int64(n), err
 	}
-	m, err := r.e.writeFilter(w)
+	m, err := e.writeFilter(w)
 	return int64(n) + m, err
 }
 
-func (r record) bytes() []byte {
-	var b bytes.Buffer
-	r.WriteTo(&b) // a bytes.Buffer never fails a write
-	return b.Bytes()
+// recordTo writes e's record, taking e.mu for a CF key.
+func recordTo(w io.Writer, name string, e *entry) (int64, error) {
+	if e.kind == kindCounting {
+		e.mu.Lock()
+		defer e.mu.Unlock()
+	}
+	return writeRecord(w, name, e)
+}
+
+// recordBytes is e's record in memory, behind an 8-byte little-endian
+// length: a SCANDUMP's bytes.
+func recordBytes(name string, e *entry) []byte {
+	b := bytes.NewBuffer(make([]byte, 8, 8+recordFixed+len(name)+8+int(min(e.sizeBytes()+4096, 1<<40))))
+	recordTo(b, name, e) // a bytes.Buffer never fails a write
+	out := b.Bytes()
+	binary.LittleEndian.PutUint64(out, uint64(len(out)-8))
+	return out
 }
 
 // readRecord decodes one record. It allocates only what the input holds:
@@ -170,7 +221,7 @@ func (r record) bytes() []byte {
 // the bytes arrive.
 func readRecord(r io.Reader) (string, *entry, error) {
 	var head [recordFixed]byte
-	if _, err := io.ReadFull(r, head[:]); err != nil {
+	if _, err := io.ReadFull(r, head[:recordFixedV1]); err != nil {
 		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
 			return "", nil, fmt.Errorf("%w: truncated header", errCorrupt)
 		}
@@ -179,7 +230,15 @@ func readRecord(r io.Reader) (string, *entry, error) {
 	if string(head[:6]) != recordMagic[:6] {
 		return "", nil, errNotRecord
 	}
-	if string(head[6:8]) != recordMagic[6:8] {
+	fixed := recordFixed
+	switch string(head[:8]) {
+	case recordMagic:
+		if _, err := io.ReadFull(r, head[recordFixedV1:]); err != nil {
+			return "", nil, fmt.Errorf("%w: truncated header", errCorrupt)
+		}
+	case recordMagicV1:
+		fixed = recordFixedV1
+	default:
 		return "", nil, fmt.Errorf("unsupported record version %d", binary.BigEndian.Uint16(head[6:8]))
 	}
 	le := binary.LittleEndian
@@ -192,7 +251,7 @@ func readRecord(r io.Reader) (string, *entry, error) {
 		return "", nil, fmt.Errorf("%w: truncated key", errCorrupt)
 	}
 	sum := xxh3.New()
-	sum.Write(head[:])
+	sum.Write(head[:fixed])
 	sum.Write(rest[:nameLen])
 	if got, rec := sum.Sum64(), le.Uint64(rest[nameLen:]); got != rec {
 		return "", nil, fmt.Errorf("%w: header hashes to %#x, recorded %#x", errCorrupt, got, rec)
@@ -200,6 +259,9 @@ func readRecord(r io.Reader) (string, *entry, error) {
 	e := &entry{kind: kind(head[8]), capacity: le.Uint64(head[32:]), errorRate: math.Float64frombits(le.Uint64(head[40:]))}
 	e.items.Store(le.Uint64(head[16:]))
 	e.deletes.Store(le.Uint64(head[24:]))
+	if fixed == recordFixed {
+		e.seq = le.Uint64(head[56:])
+	}
 	var err error
 	switch e.kind {
 	case kindScalable:
@@ -217,27 +279,53 @@ func readRecord(r io.Reader) (string, *entry, error) {
 	if err != nil {
 		return "", nil, err
 	}
+	e.initSeed()
 	return string(rest[:nameLen]), e, nil
 }
 
+// stripes is how many locks order the files of keys: a save of a key's file
+// and a DEL or FLUSHALL removing it take the lock of its stripe, so that a
+// removal never races a rename, without one lock for the whole directory.
+const stripes = 64
+
 // store is the keyspace. The map is guarded by mu; the filters are
 // lock-free, so commands on existing keys only take the read lock.
+// Persistence (saves, the log, the start) is in persist.go and aof.go.
 type store struct {
 	mu   sync.RWMutex
 	keys map[string]*entry
 
-	// persistMu orders saves and deletions of files, so that a save never
-	// brings back the file of a key deleted meanwhile.
-	persistMu sync.Mutex
-	dir       string // "" keeps everything in memory
-	lastSave  atomic.Int64
+	dir            string // "" keeps everything in memory
+	log            *appendLog
+	logger         *slog.Logger
+	maxFilterBytes uint64
+	stripe         [stripes]sync.Mutex
 
-	pendingMu sync.Mutex
-	pending   map[string]*pendingLoad // LOADCHUNK uploads in progress
+	saveMu      sync.Mutex // one save at a time
+	bgsave      atomic.Bool
+	lastSave    atomic.Int64
+	oldSegments bool   // log segments on disk that a save must remove (the log is off)
+	persist     Config // the settings load and the limits read
+
+	uploads uploads
+	dumps   dumps
+	now     func() time.Time // the clock of expiries, replaced by tests
 }
 
-func newStore(dir string) *store {
-	return &store{keys: map[string]*entry{}, dir: dir, pending: map[string]*pendingLoad{}}
+// fileHash names a key's file: its XXH3-128, so that any key, however long
+// or strange, makes a valid file name; the key itself is in the file.
+func fileHash(name string) [16]byte { return xxh3.HashString128(name).Bytes() }
+
+// path is the key's data file.
+func (s *store) path(name string) string {
+	h := fileHash(name)
+	return filepath.Join(s.dir, hex.EncodeToString(h[:])+recordFileExt)
+}
+
+// stripeOf is the lock of the key's file.
+func (s *store) stripeOf(name string) *sync.Mutex {
+	h := fileHash(name)
+	return &s.stripe[h[0]%stripes]
 }
 
 func (s *store) get(name string) *entry {
@@ -257,61 +345,156 @@ func (s *store) getBytes(name []byte) *entry {
 }
 
 // getOrCreate returns the key's entry, creating it with build if it is
-// missing. build runs under the write lock, so that two clients creating
-// the same key get one filter.
+// missing; see getOrCreateLogged.
 func (s *store) getOrCreate(name string, build func() (*entry, error)) (*entry, bool, error) {
+	e, created, _, err := s.getOrCreateLogged(name, build)
+	return e, created, err
+}
+
+// getOrCreateLogged returns the key's entry, creating it with build if it
+// is missing, and the log position of its creation (0 if it existed). build
+// runs under the write lock, so that two clients creating the same key get
+// one filter; the creation is logged under it too, so that no record of the
+// key can precede it in the log.
+func (s *store) getOrCreateLogged(name string, build func() (*entry, error)) (*entry, bool, uint64, error) {
 	if e := s.get(name); e != nil {
-		return e, false, nil
+		return e, false, 0, nil
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if e := s.keys[name]; e != nil {
-		return e, false, nil
+		return e, false, 0, nil
 	}
 	e, err := build()
 	if err != nil {
-		return nil, false, err
+		return nil, false, 0, err
 	}
+	e.initSeed()
 	e.dirty.Store(true)
+	var pos uint64
+	if s.log != nil {
+		pos = s.log.appendCreate(name, e)
+	}
 	s.keys[name] = e
-	return e, true, nil
+	return e, true, pos, nil
 }
 
-// put installs e under name unless the key exists.
-func (s *store) put(name string, e *entry) bool {
+// put installs e, decoded from dump (a record, as LOADCHUNK received it),
+// under name unless the key exists, and returns the log position of the
+// load. The record goes into the log whole, since the key's state is in no
+// other record.
+func (s *store) put(name string, e *entry, dump []byte) (bool, uint64, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.keys[name] != nil {
-		return false
+		return false, 0, nil
 	}
+	e.seq = 0 // a loaded key's changes are numbered afresh, here and in replay
 	e.dirty.Store(true)
+	var pos uint64
+	if s.log != nil {
+		var err error
+		if pos, err = s.log.appendLoad(name, dump); err != nil {
+			return false, 0, err
+		}
+	}
 	s.keys[name] = e
-	return true
+	return true, pos, nil
 }
 
-// del removes keys and their files, and returns how many existed.
-func (s *store) del(names ...string) (int, error) {
-	s.persistMu.Lock()
-	defer s.persistMu.Unlock()
-	s.mu.Lock()
-	var gone []string
-	for _, name := range names {
-		if s.keys[name] != nil {
-			delete(s.keys, name)
-			gone = append(gone, name)
-		}
-	}
-	s.mu.Unlock()
+// errRemove is a data file that could not be removed, so that its key
+// would come back at the next start: the key is kept.
+type errRemove struct {
+	name string
+	err  error
+}
+
+func (e *errRemove) Error() string {
+	return fmt.Sprintf("could not remove the data file of key '%s' (the key is kept): %v", quoteArg([]byte(e.name)), e.err)
+}
+
+// del removes keys and their files, and returns how many existed and the
+// log position of the last removal. With the log, the removal is its
+// record, and a file that cannot be removed now is removed by the next
+// save. Without it, a key whose file cannot be removed is kept, and the
+// error says so: a DEL must not report what a restart would undo.
+func (s *store) del(names ...string) (int, uint64, error) {
+	n, pos := 0, uint64(0)
 	var errs []error
-	for _, name := range gone {
-		if s.dir == "" {
-			continue
+	for _, name := range names {
+		s.uploads.drop(name)
+		ok, p, err := s.delOne(name)
+		if ok {
+			n++
+			pos = max(pos, p)
 		}
-		if err := os.Remove(s.path(name)); err != nil && !errors.Is(err, os.ErrNotExist) {
+		if err != nil {
 			errs = append(errs, err)
 		}
 	}
-	return len(gone), errors.Join(errs...)
+	return n, pos, errors.Join(errs...)
+}
+
+func (s *store) delOne(name string) (bool, uint64, error) {
+	if s.get(name) == nil {
+		return false, 0, nil
+	}
+	lock := s.stripeOf(name)
+	lock.Lock()
+	defer lock.Unlock()
+	if s.log == nil && s.dir != "" {
+		// No record can make the removal durable: the file goes first,
+		// and the key only if it went.
+		if err := os.Remove(s.path(name)); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return false, 0, &errRemove{name, err}
+		}
+	}
+	s.mu.Lock()
+	if s.keys[name] == nil {
+		s.mu.Unlock()
+		return false, 0, nil
+	}
+	delete(s.keys, name)
+	var pos uint64
+	if s.log != nil {
+		pos = s.log.appendDelete(name)
+	}
+	s.mu.Unlock()
+	if s.log != nil {
+		if err := os.Remove(s.path(name)); err != nil && !errors.Is(err, os.ErrNotExist) {
+			s.logger.Warn("DEL: the data file stays until the next save removes it; the log records the deletion", "key", name, "err", err)
+		}
+	}
+	return true, pos, nil
+}
+
+// flush removes every key (FLUSHALL) and every LOADCHUNK upload in
+// progress, and returns the log position of the flush. Without the log,
+// keys whose files cannot be removed are kept, as del keeps them.
+func (s *store) flush() (uint64, error) {
+	s.uploads.dropAll()
+	if s.log == nil {
+		_, _, err := s.del(s.names()...)
+		return 0, err
+	}
+	s.mu.Lock()
+	pos := s.log.appendFlushAll()
+	old := s.keys
+	s.keys = map[string]*entry{}
+	s.mu.Unlock()
+	for name := range old {
+		lock := s.stripeOf(name)
+		lock.Lock()
+		// A key created again since the flush and saved already owns
+		// the file; otherwise the file is the flushed key's.
+		if now := s.get(name); now == nil || !now.onDisk {
+			if err := os.Remove(s.path(name)); err != nil && !errors.Is(err, os.ErrNotExist) {
+				s.logger.Warn("FLUSHALL: the data file stays until the next save removes it; the log records the flush", "key", name, "err", err)
+			}
+		}
+		lock.Unlock()
+	}
+	return pos, nil
 }
 
 // names returns the keys, sorted.
@@ -332,71 +515,9 @@ func (s *store) len() int {
 	return len(s.keys)
 }
 
-// path names a key's file by a hash of the key, so that any key, however
-// long or strange, makes a valid file name; the key itself is in the file.
-func (s *store) path(name string) string {
-	h := xxh3.HashString128(name).Bytes()
-	return filepath.Join(s.dir, hex.EncodeToString(h[:])+recordFileExt)
-}
-
-// save writes every changed key crash-safely (all keys with force). A key
-// changed during its own save stays dirty for the next one.
-func (s *store) save(force bool) error {
-	if s.dir == "" {
-		return nil
-	}
-	s.persistMu.Lock()
-	defer s.persistMu.Unlock()
-	var errs []error
-	for _, name := range s.names() {
-		e := s.get(name)
-		if e == nil || !(e.dirty.Swap(false) || force) {
-			continue
-		}
-		if err := ohbloom.SaveFile(s.path(name), record{name, e}); err != nil {
-			e.dirty.Store(true)
-			errs = append(errs, err)
-		}
-	}
-	if len(errs) == 0 {
-		s.lastSave.Store(time.Now().Unix())
-	}
-	return errors.Join(errs...)
-}
-
-// load reads every record in the data directory. A file that does not
-// decode stops the start with an error naming it: nothing is skipped and
-// nothing is overwritten, so the operator decides.
-func (s *store) load() error {
-	if s.dir == "" {
-		return nil
-	}
-	if err := os.MkdirAll(s.dir, 0o755); err != nil {
-		return err
-	}
-	files, err := filepath.Glob(filepath.Join(s.dir, "*"+recordFileExt))
-	if err != nil {
-		return err
-	}
-	for _, path := range files {
-		if strings.HasPrefix(filepath.Base(path), ".") {
-			continue // a temporary file left by a crash
-		}
-		name, e, err := loadRecord(path)
-		if err != nil {
-			return fmt.Errorf("server: data file %s: %w", path, err)
-		}
-		if want := s.path(name); filepath.Base(want) != filepath.Base(path) {
-			return fmt.Errorf("server: data file %s holds key %q, whose file is %s", path, name, want)
-		}
-		s.keys[name] = e
-	}
-	s.lastSave.Store(time.Now().Unix())
-	return nil
-}
-
+// loadRecord reads one data file.
 func loadRecord(path string) (string, *entry, error) {
-	f, err := os.Open(path)
+	f, err := openRegular(path)
 	if err != nil {
 		return "", nil, err
 	}

@@ -1,0 +1,407 @@
+package server
+
+import (
+	"bufio"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash"
+	"io"
+	"math"
+	"slices"
+
+	"github.com/ohbloom/ohbloom"
+	"github.com/zeebo/xxh3"
+)
+
+// replayer applies the records of log segments to a keyspace being
+// restored. It decodes bytes from a file, so it trusts none of them: every
+// length is checked against its bound before use, a record is applied only
+// once its checksum holds, and it allocates no more than the bytes read
+// justify (a created filter is checked against maxFilterBytes first, as the
+// command that created it was).
+type replayer struct {
+	keys           map[string]*entry
+	maxFilterBytes uint64
+	body           []byte // reused for every record but loads
+}
+
+var errNotSegment = errors.New("not an ohbloom log segment (bad magic)")
+
+// replay reads one segment, whose name says gen (0 for any), and applies
+// its records. It returns the offset just past the last record applied and
+// whether what follows is a torn tail: the last record, cut short, or
+// failing its checksum where the file ends, or zeros to the end. Any other
+// damage is an error, and the caller stops.
+func (rp *replayer) replay(r *bufio.Reader, gen uint64) (good int64, torn bool, err error) {
+	var head [segmentHeader]byte
+	if _, err := io.ReadFull(r, head[:]); err != nil {
+		// Segments are made whole (createSegment), so a short header is
+		// damage, not a crash.
+		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+			return 0, false, fmt.Errorf("%w: truncated segment header", errCorrupt)
+		}
+		return 0, false, err
+	}
+	if string(head[:6]) != segmentMagic[:6] {
+		return 0, false, errNotSegment
+	}
+	if string(head[6:8]) != segmentMagic[6:8] {
+		return 0, false, fmt.Errorf("unsupported log version %d", binary.BigEndian.Uint16(head[6:8]))
+	}
+	if got := binary.LittleEndian.Uint64(head[8:]); gen != 0 && got != gen {
+		return 0, false, fmt.Errorf("%w: the header says segment %d, the name %d", errCorrupt, got, gen)
+	}
+	off := int64(segmentHeader)
+	for {
+		n, torn, err := rp.record(r)
+		if err != nil {
+			return off, false, fmt.Errorf("record at offset %d: %w", off, err)
+		}
+		if torn {
+			return off, true, nil
+		}
+		if n == 0 {
+			return off, false, nil
+		}
+		off += n
+	}
+}
+
+// record reads and applies one record and returns its length; 0 at a clean
+// end of the segment.
+func (rp *replayer) record(r *bufio.Reader) (int64, bool, error) {
+	var rh [8]byte
+	switch _, err := io.ReadFull(r, rh[:]); {
+	case err == io.EOF:
+		return 0, false, nil
+	case err == io.ErrUnexpectedEOF:
+		return 0, true, nil
+	case err != nil:
+		return 0, false, err
+	}
+	n := binary.LittleEndian.Uint32(rh[:4])
+	if n == 0 || binary.LittleEndian.Uint32(rh[4:]) != ^n {
+		if allZero(rh[:]) {
+			if zeros, err := zerosToEnd(r); err != nil || zeros {
+				return 0, zeros, err
+			}
+		}
+		return 0, false, fmt.Errorf("%w: damaged length", errCorrupt)
+	}
+	kind, err := r.ReadByte()
+	if err == io.EOF {
+		return 0, true, nil
+	} else if err != nil {
+		return 0, false, err
+	}
+	total := 8 + int64(n) + 8
+	if kind == recLoad {
+		torn, err := rp.load(r, n)
+		return total, torn, err
+	}
+	if n > maxSmallBody {
+		return 0, false, fmt.Errorf("%w: a record of kind %d claims %d bytes", errCorrupt, kind, n)
+	}
+	rp.body = append(rp.body[:0], kind)
+	rp.body, err = readN(r, rp.body, int(n)-1)
+	if err != nil {
+		return 0, isEOF(err), ignoreEOF(err)
+	}
+	var sum [8]byte
+	if _, err := io.ReadFull(r, sum[:]); err != nil {
+		return 0, isEOF(err), ignoreEOF(err)
+	}
+	if xxh3.Hash(rp.body) != binary.LittleEndian.Uint64(sum[:]) {
+		return checksumFailed(r)
+	}
+	if err := rp.apply(rp.body); err != nil {
+		return 0, false, err
+	}
+	return total, false, nil
+}
+
+// checksumFailed judges a record whose bytes do not match its checksum: at
+// the end of the file a torn write, elsewhere damage.
+func checksumFailed(r *bufio.Reader) (int64, bool, error) {
+	if _, err := r.Peek(1); err == io.EOF {
+		return 0, true, nil
+	}
+	return 0, false, fmt.Errorf("%w: checksum mismatch", errCorrupt)
+}
+
+func isEOF(err error) bool { return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) }
+
+func ignoreEOF(err error) error {
+	if isEOF(err) {
+		return nil
+	}
+	return err
+}
+
+func allZero(b []byte) bool {
+	for _, c := range b {
+		if c != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// zerosToEnd reports whether only zero bytes remain: the blocks of a write
+// the file system had sized but not filled when the machine stopped.
+func zerosToEnd(r *bufio.Reader) (bool, error) {
+	for {
+		b, err := r.ReadByte()
+		if err == io.EOF {
+			return true, nil
+		}
+		if err != nil {
+			return false, err
+		}
+		if b != 0 {
+			return false, nil
+		}
+	}
+}
+
+// readN appends n bytes from r to buf, growing it as they arrive, not by
+// what n claims.
+func readN(r io.Reader, buf []byte, n int) ([]byte, error) {
+	for n > 0 {
+		chunk := min(n, 32<<10)
+		buf = slices.Grow(buf, chunk)
+		m, err := io.ReadFull(r, buf[len(buf):len(buf)+chunk])
+		buf = buf[:len(buf)+m]
+		if err != nil {
+			return buf, err
+		}
+		n -= chunk
+	}
+	return buf, nil
+}
+
+// bodyReader reads the rest of a load record's body, hashing it.
+type bodyReader struct {
+	r    *bufio.Reader
+	sum  hash.Hash64
+	left uint64
+	eof  bool // the file ended inside the body
+}
+
+func (b *bodyReader) Read(p []byte) (int, error) {
+	if b.left == 0 {
+		return 0, io.EOF
+	}
+	if uint64(len(p)) > b.left {
+		p = p[:b.left]
+	}
+	n, err := b.r.Read(p)
+	b.sum.Write(p[:n])
+	b.left -= uint64(n)
+	if err == io.EOF {
+		b.eof = true
+		err = io.ErrUnexpectedEOF
+	}
+	return n, err
+}
+
+func (b *bodyReader) ReadByte() (byte, error) {
+	var c [1]byte
+	if _, err := io.ReadFull(b, c[:]); err != nil {
+		return 0, err
+	}
+	return c[0], nil
+}
+
+// load replays a load record: the key, then a key record decoded as it
+// streams (it may be as large as a filter), applied only once the checksum
+// over the whole body holds.
+func (rp *replayer) load(r *bufio.Reader, n uint32) (bool, error) {
+	sum := xxh3.New()
+	sum.Write([]byte{recLoad})
+	br := &bodyReader{r: r, sum: sum, left: uint64(n) - 1}
+	keyLen, err := binary.ReadUvarint(br)
+	var key []byte
+	var e *entry
+	if err == nil && keyLen > maxKeyBytes {
+		err = fmt.Errorf("%w: key of %d bytes", errCorrupt, keyLen)
+	}
+	if err == nil {
+		key, err = readN(br, nil, int(keyLen))
+	}
+	if err == nil {
+		_, e, err = readRecord(br)
+	}
+	if err == nil && br.left != 0 {
+		err = fmt.Errorf("%w: %d bytes after the key record", errCorrupt, br.left)
+	}
+	// Whatever went wrong, the checksum decides between a torn tail and
+	// damage: read to the end of the body first.
+	if _, cerr := io.Copy(io.Discard, br); cerr != nil && !isEOF(cerr) {
+		return false, cerr
+	}
+	if br.eof {
+		return true, nil
+	}
+	var rec [8]byte
+	if _, err := io.ReadFull(r, rec[:]); err != nil {
+		return isEOF(err), ignoreEOF(err)
+	}
+	if sum.Sum64() != binary.LittleEndian.Uint64(rec[:]) {
+		_, torn, err := checksumFailed(r)
+		return torn, err
+	}
+	if err != nil {
+		return false, fmt.Errorf("load record: %w", err)
+	}
+	e.seq = 0
+	e.dirty.Store(true)
+	rp.keys[string(key)] = e
+	return false, nil
+}
+
+// apply applies one record whose checksum holds.
+func (rp *replayer) apply(body []byte) error {
+	kind, rest := body[0], body[1:]
+	if kind == recFlushAll {
+		if len(rest) != 0 {
+			return fmt.Errorf("%w: flush-all record with %d bytes", errCorrupt, len(rest))
+		}
+		clear(rp.keys)
+		return nil
+	}
+	keyLen, k := binary.Uvarint(rest)
+	if k <= 0 || keyLen > maxKeyBytes || keyLen > uint64(len(rest)-k) {
+		return fmt.Errorf("%w: bad key length", errCorrupt)
+	}
+	key, rest := rest[k:k+int(keyLen)], rest[k+int(keyLen):]
+	le := binary.LittleEndian
+	e := rp.keys[string(key)]
+	switch kind {
+	case recCreateBloom, recCreateCounting:
+		want := 29
+		if kind == recCreateCounting {
+			want = 24
+		}
+		if len(rest) != want {
+			return fmt.Errorf("%w: create record of %d bytes", errCorrupt, len(rest))
+		}
+		var ne *entry
+		var err error
+		if kind == recCreateBloom {
+			if rest[0] > 1 || le.Uint32(rest[17:]) < 1 {
+				return fmt.Errorf("%w: create record flags %#x, expansion %d", errCorrupt, rest[0], le.Uint32(rest[17:]))
+			}
+			k := kindScalable
+			if rest[0] == 1 {
+				k = kindFixed
+			}
+			ne, err = rp.build(k, le.Uint64(rest[1:]), math.Float64frombits(le.Uint64(rest[9:])), le.Uint64(rest[21:]))
+		} else {
+			ne, err = rp.build(kindCounting, le.Uint64(rest), math.Float64frombits(le.Uint64(rest[8:])), le.Uint64(rest[16:]))
+		}
+		if err != nil {
+			return fmt.Errorf("create record of key %q: %w", clip(key), err)
+		}
+		ne.dirty.Store(true)
+		rp.keys[string(key)] = ne
+	case recBloomAdd:
+		if len(rest) == 0 || len(rest)%8 != 0 || len(rest) > 8*hashesPerRecord {
+			return fmt.Errorf("%w: add record of %d bytes", errCorrupt, len(rest))
+		}
+		if e == nil || e.kind == kindCounting {
+			return nil // a gone incarnation of the key (persist.go)
+		}
+		for ; len(rest) > 0; rest = rest[8:] {
+			if !e.addHashReplay(le.Uint64(rest)) {
+				e.items.Add(1)
+			}
+		}
+		e.dirty.Store(true)
+	case recCountingAdd, recCountingRemove:
+		if len(rest) < 16 || len(rest)%8 != 0 || len(rest) > 8+8*hashesPerRecord || (kind == recCountingRemove && len(rest) != 16) {
+			return fmt.Errorf("%w: counting record of %d bytes", errCorrupt, len(rest))
+		}
+		if e == nil || e.kind != kindCounting {
+			return nil
+		}
+		seq := le.Uint64(rest)
+		for rest = rest[8:]; len(rest) > 0; rest, seq = rest[8:], seq+1 {
+			if seq <= e.seq {
+				continue // the snapshot holds it
+			}
+			h := le.Uint64(rest)
+			if kind == recCountingAdd {
+				e.counting.AddHash(h)
+				e.items.Add(1)
+			} else {
+				e.counting.RemoveHash(h)
+				e.decrementItems()
+				e.deletes.Add(1)
+			}
+			e.seq = seq
+		}
+		e.dirty.Store(true)
+	case recDelete:
+		if len(rest) != 0 {
+			return fmt.Errorf("%w: delete record with %d bytes", errCorrupt, len(rest))
+		}
+		delete(rp.keys, string(key))
+	default:
+		return fmt.Errorf("%w: unknown record kind %d (written by a newer ohbloom?)", errCorrupt, kind)
+	}
+	return nil
+}
+
+// addHashReplay adds a logged hash to a BF key, without the limits a live
+// add checks (it passed them when logged), and reports whether it was
+// present.
+func (e *entry) addHashReplay(h uint64) bool {
+	if e.kind == kindFixed {
+		return e.fixed.TestAndAddHash(h)
+	}
+	return e.scalable.TestAndAddHash(h)
+}
+
+// build makes the filter of a create record, refusing what the command
+// that logged it would have refused before it allocates.
+func (rp *replayer) build(k kind, capacity uint64, rate float64, seed uint64) (*entry, error) {
+	if capacity < 1 || !(rate > 0 && rate < 1) {
+		return nil, fmt.Errorf("%w: capacity %d, error rate %g", errCorrupt, capacity, rate)
+	}
+	size := ohbloom.Size
+	if k == kindCounting {
+		size = ohbloom.CountingSize
+	}
+	blocks, _, err := size(capacity, rate)
+	if err != nil {
+		return nil, err
+	}
+	if bytes := blocks * ohbloom.BlockBytes; bytes > rp.maxFilterBytes {
+		return nil, fmt.Errorf("a filter of %d bytes exceeds max-filter-bytes (%d); start with a larger --max-filter-bytes", bytes, rp.maxFilterBytes)
+	}
+	c := ohbloom.Config{Capacity: capacity, FPR: rate, Seed: seed}
+	e := &entry{kind: k, capacity: capacity, errorRate: rate}
+	switch k {
+	case kindScalable:
+		e.scalable, err = ohbloom.NewAtomicScalableWithConfig(c)
+	case kindFixed:
+		e.fixed, err = ohbloom.NewAtomicWithConfig(c)
+	default:
+		e.counting, err = ohbloom.NewAtomicCountingWithConfig(c)
+	}
+	if err != nil {
+		return nil, err
+	}
+	e.initSeed()
+	return e, nil
+}
+
+// clip shortens a key for an error message.
+func clip(key []byte) string {
+	if len(key) > 64 {
+		return string(key[:64]) + "…"
+	}
+	return string(key)
+}

@@ -1,0 +1,315 @@
+package server
+
+import (
+	"container/list"
+	"sync"
+	"time"
+)
+
+// What SCANDUMP and LOADCHUNK hold between a client's calls, and its
+// limits. Both are bounded in count and bytes, expire when left idle, and
+// are shown in INFO; DEL and FLUSHALL drop uploads of their keys.
+const (
+	// maxUploads and maxUploadsPerClient bound the LOADCHUNK uploads in
+	// progress, in all and started by one connection.
+	maxUploads          = 32
+	maxUploadsPerClient = 4
+	// maxDumps bounds the SCANDUMPs in progress.
+	maxDumps = 16
+	// idleTimeout drops an upload or a dump not continued for this long.
+	idleTimeout = time.Minute
+)
+
+// upload is one LOADCHUNK upload in progress.
+type upload struct {
+	name    string
+	family  string // "bf" or "cf": the family that started it
+	total   uint64 // the record's length, from the first chunk
+	buf     []byte // the record so far
+	owner   *session
+	touched time.Time
+	elem    *list.Element
+}
+
+// uploads are the LOADCHUNK uploads in progress, by key. Their bytes are
+// the capacity of their buffers. Past maxBytes in all, the least recently
+// continued upload is dropped to make room; past a connection's share
+// (half of maxBytes, at least one largest dump) or maxUploadsPerClient, the
+// connection is refused.
+type uploads struct {
+	mu        sync.Mutex
+	st        *store
+	maxBytes  uint64
+	perClient uint64
+	byName    map[string]*upload
+	lru       list.List // least recently continued first
+	bytes     uint64
+	owners    map[*session]*ownerUse
+}
+
+type ownerUse struct {
+	count int
+	bytes uint64
+}
+
+func (u *uploads) init(maxBytes uint64, st *store) {
+	u.st, u.maxBytes = st, maxBytes
+	u.perClient = max(maxBytes/2, min(maxBytes, dumpLimit(st.maxFilterBytes)))
+	u.byName = map[string]*upload{}
+	u.owners = map[*session]*ownerUse{}
+}
+
+// removeLocked drops p and returns its bytes to the budgets.
+func (u *uploads) removeLocked(p *upload) {
+	if u.byName[p.name] != p {
+		return
+	}
+	delete(u.byName, p.name)
+	u.lru.Remove(p.elem)
+	u.bytes -= uint64(cap(p.buf))
+	o := u.owners[p.owner]
+	o.count--
+	o.bytes -= uint64(cap(p.buf))
+	if o.count == 0 {
+		delete(u.owners, p.owner)
+	}
+}
+
+func (u *uploads) expireLocked() {
+	now := u.st.now()
+	for el := u.lru.Front(); el != nil; {
+		p := el.Value.(*upload)
+		el = el.Next()
+		if now.Sub(p.touched) >= idleTimeout {
+			u.removeLocked(p)
+		}
+	}
+}
+
+func (u *uploads) expire() {
+	u.mu.Lock()
+	u.expireLocked()
+	u.mu.Unlock()
+}
+
+func (u *uploads) drop(name string) {
+	u.mu.Lock()
+	if p := u.byName[name]; p != nil {
+		u.removeLocked(p)
+	}
+	u.mu.Unlock()
+}
+
+func (u *uploads) dropAll() {
+	u.mu.Lock()
+	for _, p := range u.byName {
+		u.removeLocked(p)
+	}
+	u.mu.Unlock()
+}
+
+func (u *uploads) usage() (int, uint64) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	u.expireLocked()
+	return len(u.byName), u.bytes
+}
+
+// start begins an upload of total bytes under name for owner, replacing
+// one in progress under the name. It returns an error reply or "".
+func (u *uploads) start(name, family string, total uint64, owner *session) string {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	u.expireLocked()
+	if p := u.byName[name]; p != nil {
+		u.removeLocked(p)
+	}
+	if o := u.owners[owner]; o != nil && o.count >= maxUploadsPerClient {
+		return "ERR too many LOADCHUNK uploads in progress on this connection (at most 4): finish or abandon one"
+	}
+	for len(u.byName) >= maxUploads {
+		u.removeLocked(u.lru.Front().Value.(*upload))
+	}
+	p := &upload{name: name, family: family, total: total, owner: owner, touched: u.st.now()}
+	p.elem = u.lru.PushBack(p)
+	u.byName[name] = p
+	if u.owners[owner] == nil {
+		u.owners[owner] = &ownerUse{}
+	}
+	u.owners[owner].count++
+	return ""
+}
+
+// add appends a chunk that starts at byte start of the record to the
+// upload of name. It returns the whole record once the last chunk is in,
+// or an error reply.
+func (u *uploads) add(name, family string, start uint64, data []byte) (rec []byte, done bool, errMsg string) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	u.expireLocked()
+	p := u.byName[name]
+	if p == nil || p.family != family {
+		return nil, false, "ERR no dump being loaded for this key: start with its first chunk"
+	}
+	if start != uint64(len(p.buf)) {
+		return nil, false, "ERR chunk starts at byte " + itoa(8+start) + ", expected " + itoa(8+uint64(len(p.buf)))
+	}
+	need := uint64(len(p.buf)) + uint64(len(data))
+	if need > p.total {
+		u.removeLocked(p)
+		return nil, false, "ERR chunk runs past the end of the dump"
+	}
+	if need > uint64(cap(p.buf)) {
+		grown := min(p.total, max(need, 2*uint64(cap(p.buf))))
+		delta := grown - uint64(cap(p.buf))
+		o := u.owners[p.owner]
+		if o.bytes+delta > u.perClient {
+			u.removeLocked(p)
+			return nil, false, "ERR LOADCHUNK uploads of this connection would hold more than " + itoa(u.perClient) + " bytes: finish or abandon one"
+		}
+		for el := u.lru.Front(); u.bytes+delta > u.maxBytes && el != nil; {
+			q := el.Value.(*upload)
+			el = el.Next()
+			if q != p {
+				u.removeLocked(q)
+			}
+		}
+		if u.bytes+delta > u.maxBytes {
+			u.removeLocked(p)
+			return nil, false, "ERR LOADCHUNK uploads would hold more than max-upload-bytes (" + itoa(u.maxBytes) + ")"
+		}
+		nb := make([]byte, len(p.buf), grown)
+		copy(nb, p.buf)
+		p.buf = nb
+		u.bytes += delta
+		o.bytes += delta
+	}
+	p.buf = append(p.buf, data...)
+	p.touched = u.st.now()
+	u.lru.MoveToBack(p.elem)
+	if uint64(len(p.buf)) < p.total {
+		return nil, false, ""
+	}
+	rec = p.buf
+	u.removeLocked(p)
+	return rec, true, ""
+}
+
+// dump is one SCANDUMP in progress: a copy of the key's record taken at
+// its iterator 0, so that adds meanwhile cannot tear it and two dumps of a
+// key never share a buffer.
+type dump struct {
+	id      uint32
+	name    string
+	data    []byte // the 8-byte length and the record
+	touched time.Time
+	elem    *list.Element
+}
+
+// dumps are the SCANDUMPs in progress, by id. A new dump that would take
+// the total past maxBytes, or the count past maxDumps, first drops the
+// least recently continued ones; a dropped dump's next call is an error,
+// never a silent end.
+type dumps struct {
+	mu       sync.Mutex
+	st       *store
+	maxBytes uint64
+	byID     map[uint32]*dump
+	lru      list.List
+	bytes    uint64
+	next     uint32
+}
+
+func (d *dumps) init(maxBytes uint64, st *store) {
+	d.st, d.maxBytes = st, maxBytes
+	d.byID = map[uint32]*dump{}
+}
+
+func (d *dumps) removeLocked(x *dump) {
+	if d.byID[x.id] != x {
+		return
+	}
+	delete(d.byID, x.id)
+	d.lru.Remove(x.elem)
+	d.bytes -= uint64(cap(x.data))
+}
+
+func (d *dumps) expireLocked() {
+	now := d.st.now()
+	for el := d.lru.Front(); el != nil; {
+		x := el.Value.(*dump)
+		el = el.Next()
+		if now.Sub(x.touched) >= idleTimeout {
+			d.removeLocked(x)
+		}
+	}
+}
+
+func (d *dumps) expire() {
+	d.mu.Lock()
+	d.expireLocked()
+	d.mu.Unlock()
+}
+
+func (d *dumps) usage() (int, uint64) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.expireLocked()
+	return len(d.byID), d.bytes
+}
+
+// reserve makes room for a dump of size bytes, or returns an error reply.
+func (d *dumps) reserve(size uint64) string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.expireLocked()
+	if size > d.maxBytes {
+		return "ERR a dump of this key takes " + itoa(size) + " bytes, more than max-dump-bytes (" + itoa(d.maxBytes) + ")"
+	}
+	for d.lru.Front() != nil && (len(d.byID) >= maxDumps || d.bytes+size > d.maxBytes) {
+		d.removeLocked(d.lru.Front().Value.(*dump))
+	}
+	return ""
+}
+
+// add registers a dump's data and returns its id.
+func (d *dumps) add(name string, data []byte) uint32 {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for d.lru.Front() != nil && (len(d.byID) >= maxDumps || d.bytes+uint64(cap(data)) > d.maxBytes) {
+		d.removeLocked(d.lru.Front().Value.(*dump))
+	}
+	for {
+		d.next = (d.next + 1) & dumpIDMask
+		if d.next != 0 && d.byID[d.next] == nil {
+			break
+		}
+	}
+	x := &dump{id: d.next, name: name, data: data, touched: d.st.now()}
+	x.elem = d.lru.PushBack(x)
+	d.byID[x.id] = x
+	d.bytes += uint64(cap(data))
+	return x.id
+}
+
+// get returns dump id's data if it is a dump of name, and marks it used.
+func (d *dumps) get(id uint32, name string) []byte {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.expireLocked()
+	x := d.byID[id]
+	if x == nil || x.name != name {
+		return nil
+	}
+	x.touched = d.st.now()
+	d.lru.MoveToBack(x.elem)
+	return x.data
+}
+
+func (d *dumps) done(id uint32) {
+	d.mu.Lock()
+	if x := d.byID[id]; x != nil {
+		d.removeLocked(x)
+	}
+	d.mu.Unlock()
+}

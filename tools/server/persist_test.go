@@ -1,0 +1,786 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/zeebo/xxh3"
+)
+
+// Tests of persistence: the append-only log, saves, and the start.
+
+// crashCopy copies the data directory as a crash would leave it: the
+// files as they are now, with whatever the server has not yet written
+// missing. The copy is a new directory; the server goes on with the old.
+func crashCopy(t *testing.T, dir string) string {
+	t.Helper()
+	dst := t.TempDir()
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ent := range ents {
+		if !ent.Type().IsRegular() {
+			continue
+		}
+		data, err := os.ReadFile(filepath.Join(dir, ent.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dst, ent.Name()), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dst
+}
+
+// startOn runs a server on dir that saves only when told.
+func startOn(t *testing.T, dir string, c Config) (*Server, *redis.Client) {
+	t.Helper()
+	c.DataDir = dir
+	if c.SaveInterval == 0 {
+		c.SaveInterval = -1
+	}
+	s, addr := start(t, c)
+	return s, client(t, addr)
+}
+
+func segments(t *testing.T, dir string) []string {
+	t.Helper()
+	files, _ := filepath.Glob(filepath.Join(dir, "appendonly-*.ohbl"))
+	slices.Sort(files)
+	return files
+}
+
+// state is what a test compares between a server and its restart.
+func state(t *testing.T, rdb *redis.Client, bfKeys, cfKeys []string, items []any) string {
+	t.Helper()
+	ctx := context.Background()
+	var b strings.Builder
+	keys, _ := rdb.Keys(ctx, "*").Result()
+	slices.Sort(keys)
+	fmt.Fprintf(&b, "keys %q\n", keys)
+	for _, k := range bfKeys {
+		info, err := rdb.BFInfo(ctx, k).Result()
+		found, _ := rdb.BFMExists(ctx, k, items...).Result()
+		n := 0
+		for _, f := range found {
+			if f {
+				n++
+			}
+		}
+		fmt.Fprintf(&b, "%s: %+v %v, %d of %d found\n", k, info, err, n, len(items))
+	}
+	for _, k := range cfKeys {
+		info, err := rdb.CFInfo(ctx, k).Result()
+		fmt.Fprintf(&b, "%s: items %d deleted %d %v;", k, info.NumItemsInserted, info.NumItemsDeleted, err)
+		for _, it := range items[:10] {
+			c, _ := rdb.CFCount(ctx, k, it).Result()
+			fmt.Fprintf(&b, " %d", c)
+		}
+		b.WriteString("\n")
+	}
+	return b.String()
+}
+
+func numbered(prefix string, n int) []any {
+	items := make([]any, n)
+	for i := range items {
+		items[i] = prefix + strconv.Itoa(i)
+	}
+	return items
+}
+
+// Every kind of change, acknowledged under always and never saved, comes
+// back from the log alone; then again from a save and the log after it.
+func TestLogReplaysEveryChange(t *testing.T) {
+	defer func(old uint64) { scanDumpChunk = old }(scanDumpChunk)
+	scanDumpChunk = 2048
+	dir := t.TempDir()
+	_, rdb := startOn(t, dir, Config{AppendFsync: "always"})
+	ctx := context.Background()
+	items := numbered("item", 3000)
+	change := func(round string) {
+		t.Helper()
+		for _, err := range []error{
+			rdb.BFReserve(ctx, "bf"+round, 0.01, 500).Err(),
+			rdb.BFMAdd(ctx, "bf"+round, items...).Err(),
+			rdb.BFReserveNonScaling(ctx, "fixed"+round, 0.01, 10).Err(),
+			rdb.BFAdd(ctx, "fixed"+round, items[0]).Err(),
+			rdb.BFAdd(ctx, "created-by-add"+round, items[1]).Err(),
+			rdb.CFReserve(ctx, "cf"+round, 1000).Err(),
+			rdb.CFInsert(ctx, "cf"+round, nil, items[:10]...).Err(),
+			rdb.CFAdd(ctx, "cf"+round, items[0]).Err(),
+			rdb.CFAdd(ctx, "cf"+round, items[0]).Err(),
+			rdb.CFDel(ctx, "cf"+round, items[1]).Err(),
+			rdb.CFAdd(ctx, "gone"+round, "x").Err(),
+			rdb.Del(ctx, "gone"+round).Err(),
+		} {
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		// A LOADCHUNK'd key, and one of the same name deleted and
+		// created again.
+		for iter := int64(0); ; {
+			d, err := rdb.BFScanDump(ctx, "bf"+round, iter).Result()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d.Iter == 0 {
+				break
+			}
+			if err := rdb.BFLoadChunk(ctx, "loaded"+round, d.Iter, d.Data).Err(); err != nil {
+				t.Fatal(err)
+			}
+			iter = d.Iter
+		}
+		rdb.BFAdd(ctx, "again"+round, "first life")
+		rdb.Del(ctx, "again"+round)
+		rdb.CFAdd(ctx, "again"+round, items[2])
+	}
+	bfKeys := []string{"bf1", "fixed1", "created-by-add1", "loaded1"}
+	cfKeys := []string{"cf1", "again1"}
+	change("1")
+	want := state(t, rdb, bfKeys, cfKeys, items)
+	if files, _ := filepath.Glob(filepath.Join(dir, "*.ohbs")); len(files) != 0 {
+		t.Fatalf("saved files %v: the test means to restore from the log alone", files)
+	}
+	_, again := startOn(t, crashCopy(t, dir), Config{})
+	if got := state(t, again, bfKeys, cfKeys, items); got != want {
+		t.Fatalf("from the log alone:\n%s\nwant\n%s", got, want)
+	}
+
+	if err := rdb.Save(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	change("2")
+	rdb.FlushAll(ctx)
+	change("3")
+	bfKeys = append(bfKeys, "bf3", "fixed3", "created-by-add3", "loaded3")
+	cfKeys = append(cfKeys, "cf3", "again3")
+	want = state(t, rdb, bfKeys, cfKeys, items)
+	_, again = startOn(t, crashCopy(t, dir), Config{})
+	if got := state(t, again, bfKeys, cfKeys, items); got != want {
+		t.Fatalf("from a save and the log:\n%s\nwant\n%s", got, want)
+	}
+}
+
+// A CF add or delete replayed over a snapshot that holds it would count
+// twice. Changes are acknowledged at every step of a save, and a crash
+// there (a copy of the directory) restores the exact counts.
+func TestSnapshotAndLogAgreeAtEveryStepOfASave(t *testing.T) {
+	dir := t.TempDir()
+	_, rdb := startOn(t, dir, Config{AppendFsync: "always"})
+	ctx := context.Background()
+	adds, dels, bumps := 0, 0, 0
+	// Each bump adds its own item three times and deletes it once: every
+	// item counts 2 (far from the counters' 15).
+	bump := func() {
+		bumps++
+		for range 3 {
+			if err := rdb.CFAdd(ctx, "c", bumps).Err(); err != nil {
+				t.Fatal(err)
+			}
+			adds++
+		}
+		if ok, err := rdb.CFDel(ctx, "c", bumps).Result(); err != nil || !ok {
+			t.Fatalf("CF.DEL %v %v", ok, err)
+		}
+		dels++
+		if err := rdb.BFAdd(ctx, "b", bumps).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	type crash struct {
+		step              string
+		dir               string
+		adds, dels, bumps int
+	}
+	var crashes []crash
+	snap := func(step string) {
+		bump()
+		crashes = append(crashes, crash{step, crashCopy(t, dir), adds, dels, bumps})
+		bump()
+	}
+	snap("before the first save")
+	saveHook = snap
+	defer func() { saveHook = nil }()
+	for range 2 {
+		if err := rdb.Save(ctx).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	saveHook = nil
+	snap("after the saves")
+	for _, c := range crashes {
+		_, again := startOn(t, c.dir, Config{})
+		info, err := again.CFInfo(ctx, "c").Result()
+		if err != nil || int(info.NumItemsInserted) != c.adds-c.dels || int(info.NumItemsDeleted) != c.dels {
+			t.Fatalf("crash at %q: CF.INFO %+v %v; want %d added, %d deleted", c.step, info, err, c.adds, c.dels)
+		}
+		for i := 1; i <= c.bumps; i++ {
+			if n, _ := again.CFCount(ctx, "c", i).Result(); n != 2 {
+				t.Fatalf("crash at %q: CF.COUNT of item %d is %d, want 2", c.step, i, n)
+			}
+			if ok, _ := again.BFExists(ctx, "b", i).Result(); !ok {
+				t.Fatalf("crash at %q: BF item %d lost", c.step, i)
+			}
+		}
+	}
+	if got := segments(t, dir); len(got) != 1 {
+		t.Fatalf("after saves, segments %v: want only the newest", got)
+	}
+}
+
+// A crash leaves the last record of the log cut short or unwritten: the
+// start drops it and truncates the file. Damage anywhere else stops the
+// start, naming the file and changing nothing.
+func TestTornTailAndDamage(t *testing.T) {
+	dir := t.TempDir()
+	_, rdb := startOn(t, dir, Config{AppendFsync: "always"})
+	ctx := context.Background()
+	for _, item := range []string{"a", "b", "c"} {
+		if err := rdb.BFAdd(ctx, "k", item).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	base := crashCopy(t, dir)
+	seg := segments(t, base)[0]
+	good, _ := os.ReadFile(seg)
+	// The records: create k, then one add each.
+	var ends []int
+	for at := segmentHeader; at < len(good); {
+		at += 8 + int(binary.LittleEndian.Uint32(good[at:])) + 8
+		ends = append(ends, at)
+	}
+	if len(ends) != 4 || ends[3] != len(good) {
+		t.Fatalf("record ends %v in %d bytes", ends, len(good))
+	}
+	lastRecord := good[ends[2]:]
+	flipped := bytes.Clone(good)
+	flipped[len(flipped)-3] ^= 1
+	for _, c := range []struct {
+		name string
+		data []byte
+		want []string // items present after the start
+	}{
+		{"a record's first bytes", append(bytes.Clone(good), lastRecord[:5]...), []string{"a", "b", "c"}},
+		{"a record without its checksum", append(bytes.Clone(good), lastRecord[:len(lastRecord)-8]...), []string{"a", "b", "c"}},
+		{"the last record's checksum failing", flipped, []string{"a", "b"}},
+		{"zeros after the last record", append(bytes.Clone(good), make([]byte, 4096)...), []string{"a", "b", "c"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			d := crashCopy(t, base)
+			path := filepath.Join(d, filepath.Base(seg))
+			os.WriteFile(path, c.data, 0o644)
+			_, again := startOn(t, d, Config{AppendFsync: "always"})
+			for _, item := range c.want {
+				if ok, _ := again.BFExists(ctx, "k", item).Result(); !ok {
+					t.Fatalf("%s lost", item)
+				}
+			}
+			if got, _ := os.ReadFile(path); !bytes.Equal(got, good[:ends[len(c.want)]]) {
+				t.Fatalf("segment of %d bytes after the start, want its first %d", len(got), ends[len(c.want)])
+			}
+			// The torn tail is gone: what the server appends next is
+			// read back after another restart.
+			if err := again.BFAdd(ctx, "k", "after").Err(); err != nil {
+				t.Fatal(err)
+			}
+			_, third := startOn(t, crashCopy(t, d), Config{})
+			if ok, _ := third.BFExists(ctx, "k", "after").Result(); !ok {
+				t.Fatal("an add after a truncated tail was lost")
+			}
+		})
+	}
+	damaged := func(at int) []byte { b := bytes.Clone(good); b[at] ^= 0x10; return b }
+	for _, c := range []struct {
+		name string
+		data []byte
+	}{
+		{"a flipped bit in the first record", damaged(segmentHeader + 12)},
+		{"a damaged length", damaged(ends[0] + 1)},
+		{"a checksum failing before the last record", damaged(ends[1] - 2)},
+		{"a foreign header", append([]byte("not a log segment!"), good[segmentHeader:]...)},
+		{"a truncated header", good[:10]},
+		{"a record of an unknown kind", withRecord(good, 99, "k", nil)},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			d := crashCopy(t, base)
+			path := filepath.Join(d, filepath.Base(seg))
+			os.WriteFile(path, c.data, 0o644)
+			_, err := New(Config{DataDir: d, Logger: discard()})
+			if err == nil || !strings.Contains(err.Error(), path) {
+				t.Fatalf("%v, want an error naming %s", err, path)
+			}
+			if got, _ := os.ReadFile(path); !bytes.Equal(got, c.data) {
+				t.Fatal("the damaged segment was changed")
+			}
+		})
+	}
+}
+
+// withRecord appends a well-formed record (valid length and checksum) of
+// any kind to a segment's bytes.
+func withRecord(seg []byte, kind byte, key string, rest []byte) []byte {
+	body := []byte{kind}
+	body = binary.AppendUvarint(body, uint64(len(key)))
+	body = append(body, key...)
+	body = append(body, rest...)
+	out := bytes.Clone(seg)
+	out = binary.LittleEndian.AppendUint32(out, uint32(len(body)))
+	out = binary.LittleEndian.AppendUint32(out, ^uint32(len(body)))
+	out = append(out, body...)
+	return binary.LittleEndian.AppendUint64(out, xxh3Hash(body))
+}
+
+// makeUnremovable makes the files of dir impossible to remove or create,
+// for root too (chattr +i), and undoes it at cleanup.
+func makeUnremovable(t *testing.T, dir string) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		os.Chmod(dir, 0o555)
+		t.Cleanup(func() { os.Chmod(dir, 0o755) })
+		return
+	}
+	if out, err := exec.Command("chattr", "+i", dir).CombinedOutput(); err != nil {
+		t.Skipf("running as root and chattr +i fails (%v: %s): no way to make a file unremovable here", err, out)
+	}
+	t.Cleanup(func() { exec.Command("chattr", "-i", dir).Run() })
+	probe := filepath.Join(dir, "probe")
+	if f, err := os.Create(probe); err == nil {
+		f.Close()
+		os.Remove(probe)
+		t.Skip("the directory stays writable")
+	}
+}
+
+// DEL's reply is what survives a restart: with the log, the deletion is
+// its record even when the file cannot be removed; without it, the key is
+// kept and the reply is an error.
+func TestDelWhenTheFileCannotBeRemoved(t *testing.T) {
+	ctx := context.Background()
+	t.Run("log", func(t *testing.T) {
+		dir := t.TempDir()
+		s, rdb := startOn(t, dir, Config{AppendFsync: "always"})
+		rdb.BFAdd(ctx, "k", "v")
+		rdb.BFAdd(ctx, "kept", "v")
+		if err := s.Save(); err != nil {
+			t.Fatal(err)
+		}
+		makeUnremovable(t, dir)
+		if n, err := rdb.Del(ctx, "k").Result(); err != nil || n != 1 {
+			t.Fatalf("DEL: %d %v", n, err)
+		}
+		_, again := startOn(t, crashCopy(t, dir), Config{})
+		if n, _ := again.Exists(ctx, "k", "kept").Result(); n != 1 {
+			t.Fatalf("after DEL replied 1, EXISTS k kept = %d after a restart, want 1 (kept only)", n)
+		}
+	})
+	t.Run("no log", func(t *testing.T) {
+		dir := t.TempDir()
+		s, rdb := startOn(t, dir, Config{DisableAppendLog: true})
+		rdb.BFAdd(ctx, "k", "v")
+		rdb.BFAdd(ctx, "never saved", "v")
+		if err := s.Save(); err != nil {
+			t.Fatal(err)
+		}
+		rdb.BFAdd(ctx, "never saved", "w") // no file to remove
+		rdb.Del(ctx, "never saved")
+		makeUnremovable(t, dir)
+		wantErr(t, rdb.Del(ctx, "k").Err(), "could not remove the data file of key 'k' (the key is kept)")
+		if n, _ := rdb.Exists(ctx, "k").Result(); n != 1 {
+			t.Fatal("DEL failed and the key is gone anyway")
+		}
+		wantErr(t, rdb.FlushAll(ctx).Err(), "could not remove")
+		_, again := startOn(t, crashCopy(t, dir), Config{DisableAppendLog: true})
+		if ok, _ := again.BFExists(ctx, "k", "v").Result(); !ok {
+			t.Fatal("the key a failed DEL kept is not there after a restart")
+		}
+	})
+}
+
+// A key that LOADCHUNK creates is one a restart restores: keys over the
+// limit are refused as everywhere, and a key at the limit comes back.
+func TestLoadChunkUnderAnyKeyLeavesAStartableDirectory(t *testing.T) {
+	ctx := context.Background()
+	for _, c := range []struct {
+		name string
+		cfg  Config
+	}{{"log", Config{AppendFsync: "always"}}, {"no log", Config{DisableAppendLog: true}}} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			s, rdb := startOn(t, dir, c.cfg)
+			rdb.BFMAdd(ctx, "src", "a", "b", "c")
+			d, err := rdb.BFScanDump(ctx, "src", 0).Result()
+			if err != nil {
+				t.Fatal(err)
+			}
+			huge := strings.Repeat("k", 100_000)
+			wantErr(t, rdb.BFLoadChunk(ctx, huge, d.Iter, d.Data).Err(), errKeyTooLong)
+			wantErr(t, rdb.CFLoadChunk(ctx, huge, d.Iter, d.Data).Err(), errKeyTooLong)
+			wantErr(t, rdb.BFAdd(ctx, huge, "x").Err(), errKeyTooLong)
+			longest := strings.Repeat("k", maxKeyBytes)
+			if err := rdb.BFLoadChunk(ctx, longest, d.Iter, d.Data).Err(); err != nil {
+				t.Fatal(err)
+			}
+			if n, _ := rdb.DBSize(ctx).Result(); n != 2 {
+				t.Fatalf("DBSIZE %d", n)
+			}
+			if c.cfg.DisableAppendLog {
+				if err := s.Save(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			_, again := startOn(t, crashCopy(t, dir), c.cfg)
+			if ok, err := again.BFExists(ctx, longest, "b").Result(); err != nil || !ok {
+				t.Fatalf("the loaded key after a restart: %v %v", ok, err)
+			}
+		})
+	}
+}
+
+// Saves leave no temporary files behind, but a crash in one does: the
+// next start removes ours, by name, and nothing else.
+func TestStartRemovesTemporaryFilesOfInterruptedSaves(t *testing.T) {
+	dir := t.TempDir()
+	ours := []string{
+		".0123456789abcdef0123456789abcdef.ohbs.tmp-123456",
+		".appendonly-0000000000000002.ohbl.tmp-99",
+		"." + lastSaveFile + ".tmp-7",
+	}
+	theirs := []string{".notes.tmp-1", "backup.ohbs.tmp-3", ".0123.ohbs.tmp-1"}
+	for _, name := range append(slices.Clone(ours), theirs...) {
+		os.WriteFile(filepath.Join(dir, name), []byte("x"), 0o644)
+	}
+	startOn(t, dir, Config{})
+	for _, name := range ours {
+		if _, err := os.Stat(filepath.Join(dir, name)); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("%s left: %v", name, err)
+		}
+	}
+	for _, name := range theirs {
+		if _, err := os.Stat(filepath.Join(dir, name)); err != nil {
+			t.Errorf("%s, not ours, removed: %v", name, err)
+		}
+	}
+}
+
+// A FIFO (or any file that is not regular) named like a data file would
+// block the start on its open: it is refused, by name, unopened.
+func TestNonRegularFilesAreRefused(t *testing.T) {
+	for _, name := range []string{"0123456789abcdef0123456789abcdef.ohbs", "appendonly-0000000000000001.ohbl", lastSaveFile} {
+		t.Run(name, func(t *testing.T) {
+			dir := t.TempDir()
+			path := filepath.Join(dir, name)
+			if err := syscall.Mkfifo(path, 0o644); err != nil {
+				t.Skip("no FIFOs here:", err)
+			}
+			done := make(chan error, 1)
+			go func() {
+				s, err := New(Config{DataDir: dir, Logger: discard()})
+				if err == nil {
+					s.Shutdown(context.Background())
+				}
+				done <- err
+			}()
+			select {
+			case err := <-done:
+				if name == lastSaveFile {
+					if err != nil {
+						t.Fatalf("a FIFO in place of the LASTSAVE file: %v", err)
+					}
+					return
+				}
+				if err == nil || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), "named pipe") {
+					t.Fatalf("%v, want an error naming %s as a named pipe", err, path)
+				}
+			case <-time.After(time.Minute): // only a hang ends here
+				w, _ := os.OpenFile(path, os.O_WRONLY, 0) // unblock the open
+				w.Close()
+				t.Fatal("the start blocked on a FIFO")
+			}
+		})
+	}
+}
+
+// LASTSAVE after a restart is the time of the last save on disk, not of
+// the start.
+func TestLastSaveAfterRestart(t *testing.T) {
+	dir := t.TempDir()
+	past := time.Date(2001, 9, 9, 1, 46, 40, 0, time.UTC)
+	_, addr := startWithClock(t, Config{DataDir: dir, SaveInterval: -1}, func() time.Time { return past })
+	rdb := client(t, addr)
+	ctx := context.Background()
+	if t0, _ := rdb.LastSave(ctx).Result(); t0 != 0 {
+		t.Fatalf("LASTSAVE %d before any save", t0)
+	}
+	rdb.BFAdd(ctx, "k", "v")
+	if err := rdb.Save(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := rdb.LastSave(ctx).Result(); got != past.Unix() {
+		t.Fatalf("LASTSAVE %d, want %d", got, past.Unix())
+	}
+	_, again := startOn(t, crashCopy(t, dir), Config{})
+	if got, _ := again.LastSave(ctx).Result(); got != past.Unix() {
+		t.Fatalf("LASTSAVE after a restart %d, want the save's %d", got, past.Unix())
+	}
+}
+
+// CF.DEL past what was added: the count never goes below 0, and an item
+// whose counters saturated is deleted as many times as it was added.
+func TestCFDelPastSaturatedCounters(t *testing.T) {
+	_, addr := start(t, Config{})
+	rdb := client(t, addr)
+	ctx := context.Background()
+	for range 20 {
+		rdb.CFAdd(ctx, "c", "x")
+	}
+	var replies []bool
+	for range 25 {
+		ok, err := rdb.CFDel(ctx, "c", "x").Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		replies = append(replies, ok)
+	}
+	for i, ok := range replies {
+		if ok != (i < 20) {
+			t.Fatalf("CF.DEL replies %v: want 20 deletes, then none", replies)
+		}
+	}
+	info, _ := rdb.CFInfo(ctx, "c").Result()
+	if info.NumItemsInserted != 0 || info.NumItemsDeleted != 20 {
+		t.Fatalf("CF.INFO %+v, want 0 inserted, 20 deleted", info)
+	}
+	// Other items' counts are whole: y, added once, is still there.
+	rdb.CFAdd(ctx, "c", "y")
+	if ok, _ := rdb.CFDel(ctx, "c", "y").Result(); !ok {
+		t.Fatal("CF.DEL of an item added once")
+	}
+	if ok, _ := rdb.CFDel(ctx, "c", "y").Result(); ok {
+		t.Fatal("CF.DEL of an item deleted already")
+	}
+}
+
+// While the log cannot be written, changes are refused (under always, the
+// client whose change was not made durable gets no reply); a save brings
+// it back.
+func TestLogWriteFailure(t *testing.T) {
+	ctx := context.Background()
+	for _, policy := range []string{"always", "everysec"} {
+		t.Run(policy, func(t *testing.T) {
+			dir := t.TempDir()
+			s, rdb := startOn(t, dir, Config{AppendFsync: policy})
+			if err := rdb.BFAdd(ctx, "k", "before").Err(); err != nil {
+				t.Fatal(err)
+			}
+			fault := func() error { return syscall.ENOSPC }
+			logFault.Store(&fault)
+			defer logFault.Store(nil)
+			err := rdb.BFAdd(ctx, "k", "during").Err()
+			if policy == "always" {
+				if err == nil || strings.HasPrefix(err.Error(), "ERR") {
+					t.Fatalf("a change whose record failed got a reply: %v", err)
+				}
+			} else if err != nil {
+				t.Fatal(err) // acknowledged, then the flusher fails
+			}
+			s.store.log.flush(true)
+			wantErr(t, rdb.BFAdd(ctx, "k", "refused").Err(), "MISCONF")
+			wantErr(t, rdb.Del(ctx, "k").Err(), "MISCONF")
+			if info, _ := rdb.Info(ctx, "persistence").Result(); !strings.Contains(info, "aof_last_write_status:err") {
+				t.Fatalf("INFO while failing: %q", info)
+			}
+			if ok, _ := rdb.BFExists(ctx, "k", "before").Result(); !ok {
+				t.Fatal("reads fail too")
+			}
+			logFault.Store(nil)
+			if err := rdb.Save(ctx).Err(); err != nil {
+				t.Fatal(err)
+			}
+			if err := rdb.BFAdd(ctx, "k", "after").Err(); err != nil {
+				t.Fatal(err)
+			}
+			s.store.log.flush(true) // what the flusher does within a second
+			_, again := startOn(t, crashCopy(t, dir), Config{})
+			for _, item := range []string{"before", "after"} {
+				if ok, _ := again.BFExists(ctx, "k", item).Result(); !ok {
+					t.Fatalf("%s lost", item)
+				}
+			}
+		})
+	}
+}
+
+// A save compacts the log: the older segments go, and a server started
+// with --appendonly no replays what an earlier one logged, then removes it
+// at its first save.
+func TestLogCompaction(t *testing.T) {
+	dir := t.TempDir()
+	s, rdb := startOn(t, dir, Config{AppendFsync: "always"})
+	ctx := context.Background()
+	rdb.BFMAdd(ctx, "k", numbered("i", 1000)...)
+	if err := s.Save(); err != nil {
+		t.Fatal(err)
+	}
+	segs := segments(t, dir)
+	if len(segs) != 1 || !strings.HasSuffix(segs[0], "0002.ohbl") {
+		t.Fatalf("segments after a save: %v", segs)
+	}
+	if st, _ := os.Stat(segs[0]); st.Size() != segmentHeader {
+		t.Fatalf("the new segment holds %d bytes, no change since", st.Size())
+	}
+	rdb.BFAdd(ctx, "k", "logged only")
+	if info, _ := rdb.ConfigGet(ctx, "appendonly").Result(); info["appendonly"] != "yes" {
+		t.Fatalf("CONFIG GET appendonly %v", info)
+	}
+
+	off := crashCopy(t, dir)
+	s2, again := startOn(t, off, Config{DisableAppendLog: true})
+	if ok, _ := again.BFExists(ctx, "k", "logged only").Result(); !ok {
+		t.Fatal("a server without the log did not replay the one on disk")
+	}
+	if err := s2.Save(); err != nil {
+		t.Fatal(err)
+	}
+	if segs := segments(t, off); len(segs) != 0 {
+		t.Fatalf("segments left after a save without the log: %v", segs)
+	}
+	_, third := startOn(t, crashCopy(t, off), Config{DisableAppendLog: true})
+	if ok, _ := third.BFExists(ctx, "k", "logged only").Result(); !ok {
+		t.Fatal("lost when the log was compacted into the snapshot")
+	}
+}
+
+// The log adds no allocation to an add: a record is a copy into a reused
+// buffer.
+func TestAddAllocatesNothingForTheLog(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector allocates")
+	}
+	allocs := func(c Config) float64 {
+		s, err := New(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Shutdown(context.Background())
+		sess := &session{authed: true, log: logWait{deferred: true}}
+		args := [][]byte{[]byte("BF.ADD"), []byte("k"), []byte("item")}
+		var w nullReplier
+		s.exec(sess, w, args)
+		return testing.AllocsPerRun(200, func() {
+			s.exec(sess, w, args)
+			s.syncLog(sess)
+		})
+	}
+	off := allocs(Config{Logger: discard()})
+	t.Logf("BF.ADD allocates %v times without the log", off)
+	for _, policy := range []string{"always", "everysec"} {
+		if on := allocs(Config{DataDir: t.TempDir(), AppendFsync: policy, SaveInterval: -1, Logger: discard()}); on != off {
+			t.Fatalf("BF.ADD allocates %v times with the log (%s), %v without", on, policy, off)
+		}
+	}
+}
+
+type nullReplier struct{}
+
+func (nullReplier) WriteError(string)      {}
+func (nullReplier) WriteString(string)     {}
+func (nullReplier) WriteBulk([]byte)       {}
+func (nullReplier) WriteBulkString(string) {}
+func (nullReplier) WriteInt64(int64)       {}
+func (nullReplier) WriteArray(int)         {}
+func (nullReplier) WriteNull()             {}
+
+func discard() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+
+func xxh3Hash(b []byte) uint64 { return xxh3.Hash(b) }
+
+// startWithClock is start with the store's clock replaced before the
+// server serves.
+func startWithClock(t *testing.T, c Config, now func() time.Time) (*Server, string) {
+	t.Helper()
+	if c.Logger == nil {
+		c.Logger = discard()
+	}
+	s, err := New(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.store.now = now
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go s.Serve(ln)
+	t.Cleanup(func() { s.Shutdown(context.Background()) })
+	return s, ln.Addr().String()
+}
+
+// Under everysec, while a record older than two seconds is not fsynced
+// (the disk stalls), replies to changes wait for the flusher, as Redis's
+// do: the loss a crash can cause stays bounded.
+func TestEverysecWritersWaitForAStalledDisk(t *testing.T) {
+	dir := t.TempDir()
+	s, rdb := startOn(t, dir, Config{})
+	ctx := context.Background()
+	l := s.store.log
+	fake := &fakeClock{t: time.Unix(0, 0).Add(time.Hour)}
+	clock := func() time.Duration { return fake.now().Sub(time.Unix(0, 0)) }
+	l.testClock.Store(&clock)
+	release, blocked := make(chan struct{}), make(chan struct{})
+	hold := func() error {
+		select {
+		case blocked <- struct{}{}:
+		default:
+		}
+		<-release
+		return nil
+	}
+	logFault.Store(&hold)
+	defer logFault.Store(nil)
+	// Whichever flush takes this record (ours or the flusher's tick) is
+	// stuck in its write.
+	if err := rdb.BFAdd(ctx, "k", "first").Err(); err != nil {
+		t.Fatal(err)
+	}
+	go l.flush(true)
+	<-blocked
+	fake.advance(3 * time.Second)
+	reply := make(chan error, 1)
+	go func() { reply <- rdb.BFAdd(ctx, "k", "second").Err() }()
+	for l.stalledWriters.Load() == 0 {
+		select {
+		case err := <-reply:
+			t.Fatalf("a change was acknowledged while a 3-second-old record was not synced: %v", err)
+		case <-time.After(time.Millisecond):
+		}
+	}
+	logFault.Store(nil)
+	close(release)
+	if err := <-reply; err != nil {
+		t.Fatal(err)
+	}
+	if ok, _ := rdb.BFExists(ctx, "k", "second").Result(); !ok {
+		t.Fatal("the waiting add was lost")
+	}
+}
