@@ -16,6 +16,11 @@ const (
 	// FormatV1 is the first format: header, 64-byte-aligned blocks,
 	// trailing checksum, as described on Filter.WriteTo.
 	FormatV1 = 1
+	// FormatV2 is FormatV1 for every kind but scalable filters, which
+	// version 2 gives a record of their growth schedule and per-stage key
+	// counts (see ScalableFilter.WriteTo). Only kind 3 is ever written
+	// with it; version 1 scalable files are still read.
+	FormatV2 = 2
 )
 
 // Filter kinds, recorded in the header so that one framing serves every
@@ -92,6 +97,7 @@ var (
 
 // header is the decoded fixed-size start of an encoded filter.
 type header struct {
+	version   uint16 // 0 is written as FormatV1
 	kind      uint8
 	hash      uint8
 	k         int
@@ -111,7 +117,7 @@ func encodedSize(nblocks uint64) uint64 { return headerSize + nblocks*blockBytes
 func (h header) encode() (b [headerSize]byte) {
 	le := binary.LittleEndian
 	copy(b[0:8], magic)
-	le.PutUint16(b[8:], FormatV1)
+	le.PutUint16(b[8:], max(h.version, FormatV1))
 	b[10] = h.kind
 	b[11] = h.hash
 	b[12] = uint8(h.k)
@@ -135,8 +141,9 @@ func decodeHeader(b []byte) (header, error) {
 	if len(b) < headerSize {
 		return h, fmt.Errorf("%w: %d bytes, a header takes %d", ErrTruncated, len(b), headerSize)
 	}
-	if v := le.Uint16(b[8:]); v != FormatV1 {
-		return h, fmt.Errorf("%w: version %d, this build reads %d", ErrVersion, v, FormatV1)
+	h.version = le.Uint16(b[8:])
+	if h.version != FormatV1 && h.version != FormatV2 {
+		return h, fmt.Errorf("%w: version %d, this build reads %d and %d", ErrVersion, h.version, FormatV1, FormatV2)
 	}
 	// Checked before any field is trusted: a corrupt header must not make
 	// the decoder allocate or loop on what it claims.
@@ -147,6 +154,9 @@ func decodeHeader(b []byte) (header, error) {
 	table := tableOf(h.kind)
 	if table == nil {
 		return h, fmt.Errorf("%w: %d", ErrUnknownKind, h.kind)
+	}
+	if h.version == FormatV2 && h.kind != kindScalable {
+		return h, fmt.Errorf("%w: version %d of %s", ErrVersion, h.version, kindName(h.kind))
 	}
 	if h.hash != hashXXH3 {
 		return h, fmt.Errorf("%w: %d", ErrUnknownHash, h.hash)

@@ -48,6 +48,18 @@ type Config struct {
 	// see the filter can choose keys that collide in it. Seed must then be 0.
 	RandomSeed bool
 
+	// Growth is, for a scalable filter, how many times more keys each
+	// stage holds than the one before: 1 keeps every stage the size of
+	// the first (RedisBloom's EXPANSION). Zero means DefaultGrowth. Other
+	// filters do not grow, and refuse a Config that sets it.
+	Growth uint64
+
+	// MaxBytes, when not zero, bounds the memory of the filter's bits
+	// (its SizeBytes): a filter that would need more is refused with
+	// ErrTooLarge, and a scalable filter adds no stage that would take
+	// it past the bound (see ErrFull).
+	MaxBytes uint64
+
 	_ struct{} // forces keyed fields, so that the Config can grow
 }
 
@@ -57,6 +69,13 @@ var ErrInvalidConfig = errors.New("ohbloom: invalid config")
 // ErrTooLarge is returned when a filter would need more than MaxBlocks blocks
 // or more memory than the platform can address or the machine has.
 var ErrTooLarge = errors.New("ohbloom: filter too large")
+
+// ErrFull is wrapped by the error of a scalable filter that cannot take
+// another new key: its newest stage holds its capacity and the next stage
+// cannot be added, because it would take the filter past Config.MaxBytes
+// or cannot be built at all (then the error wraps ErrTooLarge or
+// ErrInvalidConfig too). The filter still answers for every key it holds.
+var ErrFull = errors.New("ohbloom: filter is full")
 
 // plan turns a Config into a layout with no storage yet, for a filter
 // about to be allocated here: one larger than this machine's memory is
@@ -84,8 +103,19 @@ func (c Config) planLayout() (layout, error) {
 
 // geometry validates c and returns the block count, k and seed it asks
 // for, sizing from Capacity and FPR for blocks of table's shape unless
-// Blocks and K are given.
+// Blocks and K are given, within MaxBytes.
 func (c Config) geometry(table *partitionTable) (nblocks uint64, k int, seed uint64, err error) {
+	nblocks, k, seed, err = c.unboundedGeometry(table)
+	if err == nil && c.MaxBytes != 0 && nblocks > c.MaxBytes/blockBytes {
+		err = fmt.Errorf("%w: %d blocks take %d bytes, MaxBytes is %d", ErrTooLarge, nblocks, nblocks*blockBytes, c.MaxBytes)
+	}
+	return nblocks, k, seed, err
+}
+
+func (c Config) unboundedGeometry(table *partitionTable) (nblocks uint64, k int, seed uint64, err error) {
+	if c.Growth != 0 {
+		return 0, 0, 0, fmt.Errorf("%w: Growth = %d, but only scalable filters grow", ErrInvalidConfig, c.Growth)
+	}
 	if c.RandomSeed && c.Seed != 0 {
 		return 0, 0, 0, fmt.Errorf("%w: Seed and RandomSeed are both set", ErrInvalidConfig)
 	}
