@@ -26,8 +26,9 @@ func runServe(e env, args []string) int {
 	saveEvery := fs.Duration("save-interval", server.DefaultSaveInterval, "how often changed filters are saved; negative for only at shutdown")
 	pass := fs.String("requirepass", os.Getenv("OHBLOOM_REQUIREPASS"), "password clients must AUTH with")
 	maxFilter := fs.Uint64("max-filter-bytes", server.DefaultMaxFilterBytes, "largest filter a client may create or grow")
-	maxRequest := fs.Int64("max-request-bytes", server.DefaultMaxRequestBytes, "largest request (one command with its arguments)")
-	maxClients := fs.Int("max-clients", server.DefaultMaxClients, "most connections served at once")
+	maxRequest := fs.Int("max-request-bytes", server.DefaultMaxRequestBytes, "largest request (one command with its arguments) or MULTI queue of one client")
+	maxBuffered := fs.Int64("max-buffered-bytes", server.DefaultMaxBufferedBytes, "most bytes all clients' unfinished requests and MULTI queues may hold together")
+	maxClients := fs.Int("max-clients", server.DefaultMaxClients, "most connections served at once (lowered to fit the open-file limit)")
 	verbose := fs.Bool("v", false, "log connections closed on errors")
 	if code, ok := parse(fs, args); !ok {
 		return code
@@ -44,7 +45,7 @@ func runServe(e env, args []string) int {
 	}
 	logger := slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: level}))
 	srv, err := server.New(server.Config{Addr: *addr, DataDir: *dir, SaveInterval: *saveEvery, Password: *pass,
-		MaxFilterBytes: *maxFilter, MaxRequestBytes: *maxRequest, MaxClients: *maxClients, Logger: logger})
+		MaxFilterBytes: *maxFilter, MaxRequestBytes: *maxRequest, MaxBufferedBytes: *maxBuffered, MaxClients: *maxClients, Logger: logger})
 	if err != nil {
 		return fail(e, "serve", err)
 	}

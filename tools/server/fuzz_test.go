@@ -9,8 +9,6 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-
-	"github.com/tidwall/redcon"
 )
 
 // FuzzExec runs arbitrary commands (arguments split at NUL bytes) against a
@@ -43,10 +41,9 @@ func FuzzExec(f *testing.F) {
 	keep()
 	f.Fuzz(func(t *testing.T, data []byte) {
 		args := bytes.Split(data, []byte{0})
-		var out bytes.Buffer
-		w := redcon.NewWriter(&out)
-		s.exec(&session{authed: true}, w, args)
-		w.Flush()
+		w := &replyWriter{proto: 2}
+		s.exec(&session{authed: true, proto: 2}, w, args)
+		out := bytes.NewBuffer(w.b)
 		rest, err := readReply(out.Bytes())
 		if err != nil || len(rest) != 0 {
 			t.Fatalf("reply %q: %v, %d bytes left over", out.Bytes(), err, len(rest))
