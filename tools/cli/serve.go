@@ -29,6 +29,7 @@ func runServe(e env, args []string) int {
 	maxRequest := fs.Int("max-request-bytes", server.DefaultMaxRequestBytes, "largest request (one command with its arguments) or MULTI queue of one client")
 	maxBuffered := fs.Int64("max-buffered-bytes", server.DefaultMaxBufferedBytes, "most bytes all clients' unfinished requests and MULTI queues may hold together")
 	maxClients := fs.Int("max-clients", server.DefaultMaxClients, "most connections served at once (lowered to fit the open-file limit)")
+	loops := fs.Int("event-loops", 0, "event loops serving the connections (0: one per core)")
 	verbose := fs.Bool("v", false, "log connections closed on errors")
 	if code, ok := parse(fs, args); !ok {
 		return code
@@ -45,7 +46,7 @@ func runServe(e env, args []string) int {
 	}
 	logger := slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: level}))
 	srv, err := server.New(server.Config{Addr: *addr, DataDir: *dir, SaveInterval: *saveEvery, Password: *pass,
-		MaxFilterBytes: *maxFilter, MaxRequestBytes: *maxRequest, MaxBufferedBytes: *maxBuffered, MaxClients: *maxClients, Logger: logger})
+		MaxFilterBytes: *maxFilter, MaxRequestBytes: *maxRequest, MaxBufferedBytes: *maxBuffered, MaxClients: *maxClients, EventLoops: *loops, Logger: logger})
 	if err != nil {
 		return fail(e, "serve", err)
 	}

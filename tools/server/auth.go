@@ -46,20 +46,17 @@ func (g *authGate) init() {
 	g.last = g.now()
 }
 
-// wait returns once the bucket holds a token, without taking it.
-func (g *authGate) wait() {
-	for {
-		g.mu.Lock()
-		now := g.now()
-		g.tokens = min(authFailureBurst, g.tokens+now.Sub(g.last).Seconds()*authFailuresPerSecond)
-		g.last = now
-		short := 1 - g.tokens
-		g.mu.Unlock()
-		if short <= 0 {
-			return
-		}
-		time.Sleep(time.Duration(short / authFailuresPerSecond * float64(time.Second)))
+// delay is how long until the bucket holds a token; 0 if it does.
+func (g *authGate) delay() time.Duration {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	now := g.now()
+	g.tokens = min(authFailureBurst, g.tokens+now.Sub(g.last).Seconds()*authFailuresPerSecond)
+	g.last = now
+	if short := 1 - g.tokens; short > 0 {
+		return time.Duration(short/authFailuresPerSecond*float64(time.Second)) + time.Millisecond
 	}
+	return 0
 }
 
 // failed takes a token for a wrong password.
@@ -70,16 +67,13 @@ func (g *authGate) failed() {
 }
 
 // checkPassword reports whether user and pass are the server's (user nil
-// or "default", as Redis's requirepass). It waits its turn at the gate
-// first, and counts a failure against the connection and the gate.
+// or "default", as Redis's requirepass), and counts a failure against the
+// connection and the gate. The connection has waited its turn at the gate
+// before (connection.mustWaitForAuth); a queued AUTH inside EXEC does not
+// wait, its client having authenticated already.
 func (s *Server) checkPassword(sess *session, user, pass []byte) bool {
 	if s.cfg.Password == "" {
 		return false
-	}
-	if !sess.inExec {
-		// A queued AUTH runs inside EXEC, whose client has authenticated
-		// already and holds every shard: it must not wait there.
-		sess.withoutShard(s.auth.wait)
 	}
 	sum := sha256.Sum256(pass)
 	ok := subtle.ConstantTimeCompare(sum[:], s.passwordSum[:]) == 1

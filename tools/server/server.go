@@ -16,9 +16,12 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/panjf2000/gnet/v2"
 )
 
 // Config configures a Server. The zero value of each field means its
@@ -53,6 +56,9 @@ type Config struct {
 	// It is lowered, with a warning, to what the open-file limit
 	// (RLIMIT_NOFILE) leaves once the data files and listener are counted.
 	MaxClients int
+	// EventLoops is how many event loops serve the connections (commands
+	// run on them); default GOMAXPROCS, one per core the process may use.
+	EventLoops int
 	// Logger receives errors of saves and connections; default
 	// slog.Default().
 	Logger *slog.Logger
@@ -93,7 +99,12 @@ func (c Config) withDefaults() (Config, error) {
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
+	if c.EventLoops == 0 {
+		c.EventLoops = max(1, runtime.GOMAXPROCS(0))
+	}
 	switch {
+	case c.EventLoops < 0:
+		return c, fmt.Errorf("server: EventLoops %d is negative", c.EventLoops)
 	case c.MaxRequestBytes < 1<<10 || c.MaxRequestBytes > maxRequestBytesLimit:
 		return c, fmt.Errorf("server: MaxRequestBytes %d is outside [1 KiB, 1 GiB]", c.MaxRequestBytes)
 	case c.MaxBufferedBytes < int64(c.MaxRequestBytes):
@@ -124,7 +135,8 @@ type Server struct {
 
 	mu       sync.Mutex
 	ln       net.Listener
-	conns    map[*connection]struct{}
+	loops    *gnet.Client
+	conns    map[*connection]gnet.Conn
 	handlers sync.WaitGroup
 	served   chan struct{} // closed when Serve returns
 	stopSave chan struct{}
@@ -147,7 +159,7 @@ func New(c Config) (*Server, error) {
 			"asked", c.MaxClients, "max_clients", limit, "files_reserved", fileReserve)
 		c.MaxClients = limit
 	}
-	s := &Server{cfg: c, store: newStore(c.DataDir), started: time.Now(), conns: map[*connection]struct{}{},
+	s := &Server{cfg: c, store: newStore(c.DataDir), started: time.Now(), conns: map[*connection]gnet.Conn{},
 		served: make(chan struct{}), stopSave: make(chan struct{}), saveDone: make(chan struct{})}
 	s.auth.init()
 	s.passwordSum = sha256.Sum256([]byte(c.Password))
@@ -181,6 +193,18 @@ func (s *Server) Serve(ln net.Listener) error {
 		return errors.New("server: already serving or shut down")
 	}
 	s.ln, s.serving = ln, true
+	s.mu.Unlock()
+	loops, err := gnet.NewClient(&loops{s: s}, gnet.WithNumEventLoop(s.cfg.EventLoops),
+		gnet.WithTCPNoDelay(gnet.TCPNoDelay), gnet.WithLogger(gnetLogger{s.cfg.Logger}))
+	if err == nil {
+		err = loops.Start()
+	}
+	if err != nil {
+		ln.Close()
+		return fmt.Errorf("server: starting the event loops: %w", err)
+	}
+	s.mu.Lock()
+	s.loops = loops
 	s.mu.Unlock()
 	go s.saveLoop()
 	defer close(s.served)
@@ -216,7 +240,7 @@ func (s *Server) acceptLoop(ln net.Listener) error {
 			conn.Close()
 			continue
 		}
-		c := s.newClient(conn)
+		c := s.newClient(conn.RemoteAddr().String())
 		s.mu.Lock()
 		if s.closed {
 			s.mu.Unlock()
@@ -224,20 +248,28 @@ func (s *Server) acceptLoop(ln net.Listener) error {
 			conn.Close()
 			return nil
 		}
-		s.conns[c] = struct{}{}
 		s.handlers.Add(1)
+		// The event loop takes a duplicate of the socket and closes conn.
+		gc, err := s.loops.EnrollContext(conn, c)
+		if err != nil {
+			s.handlers.Done()
+			s.mu.Unlock()
+			s.clients.Add(-1)
+			s.logAccept.log(s.cfg.Logger, "handing a connection to the event loop failed", "err", err)
+			continue
+		}
+		s.conns[c] = gc
 		s.mu.Unlock()
-		go func() {
-			defer func() {
-				s.mu.Lock()
-				delete(s.conns, c)
-				s.mu.Unlock()
-				s.clients.Add(-1)
-				s.handlers.Done()
-			}()
-			c.serve()
-		}()
 	}
+}
+
+// closed1 forgets a connection its event loop closed.
+func (s *Server) closed1(c *connection) {
+	s.mu.Lock()
+	delete(s.conns, c)
+	s.mu.Unlock()
+	s.clients.Add(-1)
+	s.handlers.Done()
 }
 
 func (s *Server) isClosed() bool {
@@ -288,9 +320,10 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	}
 	s.closed = true
 	ln, serving := s.ln, s.serving
-	for c := range s.conns {
-		c.conn.Close()
+	for _, gc := range s.conns {
+		gc.Close()
 	}
+	loops := s.loops
 	s.mu.Unlock()
 	if serving {
 		ln.Close()
@@ -301,6 +334,9 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		case <-ctx.Done():
 			return ctx.Err()
 		}
+		if loops != nil {
+			loops.Stop()
+		}
 		close(s.stopSave)
 		<-s.saveDone
 	}
@@ -309,3 +345,24 @@ func (s *Server) Shutdown(ctx context.Context) error {
 
 // Save writes every changed filter now, as the schedule would.
 func (s *Server) Save() error { return s.store.save(false) }
+
+
+// gnetLogger sends gnet's own messages to the server's log, at debug
+// level but for errors.
+type gnetLogger struct{ l *slog.Logger }
+
+func (g gnetLogger) Debugf(format string, args ...any) {
+	g.l.Debug("gnet: " + fmt.Sprintf(format, args...))
+}
+func (g gnetLogger) Infof(format string, args ...any) {
+	g.l.Debug("gnet: " + fmt.Sprintf(format, args...))
+}
+func (g gnetLogger) Warnf(format string, args ...any) {
+	g.l.Warn("gnet: " + fmt.Sprintf(format, args...))
+}
+func (g gnetLogger) Errorf(format string, args ...any) {
+	g.l.Error("gnet: " + fmt.Sprintf(format, args...))
+}
+func (g gnetLogger) Fatalf(format string, args ...any) {
+	g.l.Error("gnet: " + fmt.Sprintf(format, args...))
+}
