@@ -129,12 +129,13 @@ func (s *Server) exec(sess *session, w replier, args [][]byte) {
 		w.WriteError(unknownCommand(args))
 		return
 	}
-	if !sess.authed && !c.noAuth {
-		w.WriteError("NOAUTH Authentication required.")
-		return
-	}
+	// Redis's order: existence, arity, then authentication.
 	if !c.arityOK(len(args)) {
 		w.WriteError(wrongArity(c.name))
+		return
+	}
+	if !sess.authed && !c.noAuth {
+		w.WriteError("NOAUTH Authentication required.")
 		return
 	}
 	c.run(s, sess, w, args)

@@ -105,9 +105,18 @@ type loops struct {
 }
 
 func (l *loops) OnOpen(gc gnet.Conn) ([]byte, gnet.Action) {
-	if c, _ := gc.Context().(*connection); c != nil {
-		c.gc = gc
+	c, _ := gc.Context().(*connection)
+	if c == nil {
+		return nil, gnet.Close
 	}
+	c.gc = gc
+	s := l.s
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil, gnet.Close // Shutdown has closed the others already
+	}
+	s.conns[c] = gc
 	return nil, gnet.None
 }
 

@@ -297,10 +297,10 @@ func (p *requestParser) multibulk(b []byte, lim parseLimits) ([][]byte, int, err
 			switch {
 			case n < 0:
 				return nil, 0, errInvalidBulk
-			case n > int64(lim.maxRequest):
-				return nil, 0, errRequestTooLarge
 			case !lim.authed && n > unauthMaxBulk:
 				return nil, 0, errUnauthBulk
+			case n > int64(lim.maxRequest):
+				return nil, 0, errRequestTooLarge
 			}
 			p.pos += line
 			p.bulk = int(n)

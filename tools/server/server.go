@@ -242,24 +242,25 @@ func (s *Server) acceptLoop(ln net.Listener) error {
 		}
 		c := s.newClient(conn.RemoteAddr().String())
 		s.mu.Lock()
-		if s.closed {
-			s.mu.Unlock()
+		closed := s.closed
+		if !closed {
+			s.handlers.Add(1)
+		}
+		s.mu.Unlock()
+		if closed {
 			s.clients.Add(-1)
 			conn.Close()
 			return nil
 		}
-		s.handlers.Add(1)
-		// The event loop takes a duplicate of the socket and closes conn.
-		gc, err := s.loops.EnrollContext(conn, c)
-		if err != nil {
-			s.handlers.Done()
-			s.mu.Unlock()
+		// The event loop takes a duplicate of the socket and closes conn;
+		// OnOpen then lists it in s.conns. (Not under s.mu: the loop may
+		// be closing another connection, which takes s.mu.)
+		if _, err := s.loops.EnrollContext(conn, c); err != nil {
 			s.clients.Add(-1)
-			s.logAccept.log(s.cfg.Logger, "handing a connection to the event loop failed", "err", err)
-			continue
+			s.handlers.Done()
+			s.logAccept.log(s.cfg.Logger, "accept failed: handing the connection to an event loop", "err", err)
+			time.Sleep(pause) // out of file descriptors, most often
 		}
-		s.conns[c] = gc
-		s.mu.Unlock()
 	}
 }
 
@@ -345,7 +346,6 @@ func (s *Server) Shutdown(ctx context.Context) error {
 
 // Save writes every changed filter now, as the schedule would.
 func (s *Server) Save() error { return s.store.save(false) }
-
 
 // gnetLogger sends gnet's own messages to the server's log, at debug
 // level but for errors.
