@@ -199,8 +199,16 @@ func (c *connection) buffer(b []byte) error {
 		c.in, c.r = c.in[:n], 0
 	}
 	if need := len(c.in) + len(b); need > cap(c.in) {
-		if err := c.resize(max(need, 2*cap(c.in), readBufferBytes)); err != nil {
+		// Double, so that a request arriving in many reads is copied a
+		// bounded number of times; or, if the budget is short, take just
+		// what is needed.
+		if err := c.resize(max(need, 2*cap(c.in), readBufferBytes)); err == errBuffersFull {
+			err = c.resize(need)
+		} else if err != nil {
 			return err
+		}
+		if need > cap(c.in) {
+			return errBuffersFull
 		}
 	}
 	c.in = append(c.in, b...)
