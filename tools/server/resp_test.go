@@ -164,6 +164,9 @@ func TestReplyShapes(t *testing.T) {
 // The path of a command, from its bytes to its reply, allocates nothing
 // in steady state.
 func TestCommandPathAllocatesNothing(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector allocates")
+	}
 	s, err := New(Config{})
 	if err != nil {
 		t.Fatal(err)
