@@ -82,6 +82,15 @@ func TestServeUsage(t *testing.T) {
 	if _, errOut, code := run(t, "", "serve", "extra"); code != ExitUsage || !strings.Contains(errOut, "unexpected argument") {
 		t.Fatalf("serve extra: code %d, %q", code, errOut)
 	}
+	if _, errOut, code := run(t, "", "serve", "--max-buffered-bytes", "1000"); code != ExitFailure || !strings.Contains(errOut, "MaxBufferedBytes") {
+		t.Fatalf("serve --max-buffered-bytes below --max-request-bytes: code %d, %q", code, errOut)
+	}
+	if _, errOut, code := run(t, "", "serve", "--event-loops", "-1"); code != ExitFailure || !strings.Contains(errOut, "EventLoops") {
+		t.Fatalf("serve --event-loops -1: code %d, %q", code, errOut)
+	}
+	if _, errOut, code := run(t, "", "serve", "--help"); code != ExitOK || !strings.Contains(errOut, "max-buffered-bytes") {
+		t.Fatalf("serve --help does not list --max-buffered-bytes: %q", errOut)
+	}
 	if _, errOut, code := run(t, "", "serve", "--help"); code != ExitOK || !strings.Contains(errOut, "BF.RESERVE") {
 		t.Fatalf("serve --help: code %d, %q", code, errOut)
 	}
