@@ -18,9 +18,10 @@ func runServe(e env, args []string) int {
 		"Serves ohbloom filters over the Redis protocol with RedisBloom's commands\n"+
 			"(BF.RESERVE, BF.ADD, BF.MADD, BF.EXISTS, BF.MEXISTS, BF.INSERT, BF.INFO,\n"+
 			"BF.CARD, BF.SCANDUMP, BF.LOADCHUNK, and CF.* on counting filters), so any\n"+
-			"Redis client can use them, in RESP2 or RESP3 (HELLO 3), with MULTI/EXEC. Filters are saved to --dir on a schedule and on\n"+
-			"SIGTERM or SIGINT, and restored at start. The password may also come from\n"+
-			"the environment variable OHBLOOM_REQUIREPASS, which keeps it out of ps.")
+			"Redis client can use them, in RESP2 or RESP3 (HELLO 3), with MULTI/EXEC.\n"+
+			"Filters are saved to --dir on a schedule and on SIGTERM or SIGINT, and\n"+
+			"restored at start. The password may also come from the environment\n"+
+			"variable OHBLOOM_REQUIREPASS, which keeps it out of ps.")
 	addr := fs.String("addr", server.DefaultAddr, "address to listen on (loopback by default)")
 	dir := fs.String("dir", "", "data directory, one file per filter; empty keeps filters in memory only")
 	saveEvery := fs.Duration("save-interval", server.DefaultSaveInterval, "how often changed filters are saved; negative for only at shutdown")
