@@ -181,7 +181,9 @@ func (c *connection) feed(data []byte) bool {
 		c.w.WriteError(err.Error())
 		keep = false
 	}
-	c.flush()
+	if !c.flush() {
+		keep = false
+	}
 	if !keep {
 		c.closing = true
 	}
@@ -342,8 +344,8 @@ func (c *connection) run(b []byte) (used int, keep bool) {
 		if c.sess.quit {
 			return used, false
 		}
-		if len(c.w.b) > flushBytes {
-			c.flush()
+		if len(c.w.b) > flushBytes && !c.flush() {
+			return used, false
 		}
 	}
 	return used, true
@@ -369,10 +371,13 @@ func (c *connection) mustWaitForAuth(args [][]byte) bool {
 }
 
 // flush hands the waiting replies to the socket: gnet writes them at
-// once, or keeps them until the socket takes more.
-func (c *connection) flush() {
+// once, or keeps them until the socket takes more. It reports false when
+// the client has left more than MaxRequestBytes of replies unread: it
+// sends faster than it reads, and is disconnected rather than let its
+// replies pile up.
+func (c *connection) flush() bool {
 	if len(c.w.b) == 0 {
-		return
+		return true
 	}
 	c.gc.Write(c.w.b)
 	if cap(c.w.b) > flushBytes*2 {
@@ -380,6 +385,11 @@ func (c *connection) flush() {
 	} else {
 		c.w.b = c.w.b[:0]
 	}
+	if c.gc.OutboundBuffered() > c.s.cfg.MaxRequestBytes {
+		c.s.logOutput.log(c.s.cfg.Logger, "client does not read its replies; closed it", "remote", c.addr, "unread_bytes", c.gc.OutboundBuffered())
+		return false
+	}
+	return true
 }
 
 func (c *connection) remote() string { return c.addr }

@@ -249,3 +249,19 @@ func TestBufferBudget(t *testing.T) {
 	expect(t, a, strings.Repeat("x", request-100-sent)+"\r\n", ":1\r\n")
 	expect(t, dial(t, addr), "PING\r\n", "+PONG\r\n")
 }
+
+// A client that sends without reading its replies is disconnected once
+// MaxRequestBytes of them wait, and the server goes on.
+func TestUnreadRepliesAreBounded(t *testing.T) {
+	_, addr := start(t, Config{MaxRequestBytes: 1 << 20})
+	c := dial(t, addr)
+	req := []byte("ECHO " + strings.Repeat("e", 1000) + "\r\n")
+	var err error
+	for i := 0; i < 1_000_000 && err == nil; i++ { // up to 1 GB of replies
+		_, err = c.Write(req)
+	}
+	if err == nil {
+		t.Fatal("the server kept a client that never reads")
+	}
+	expect(t, dial(t, addr), "PING\r\n", "+PONG\r\n")
+}

@@ -45,8 +45,9 @@ type Config struct {
 	// past it. Default 1 GiB.
 	MaxFilterBytes uint64
 	// MaxRequestBytes bounds one request (one command with its
-	// arguments), and a MULTI queue; a client sending more is told and
-	// disconnected. Default 64 MiB, at most 1 GiB.
+	// arguments), a MULTI queue, and the replies a client leaves unread;
+	// a client going past it is told (if it reads) and disconnected.
+	// Default 64 MiB, at most 1 GiB.
 	MaxRequestBytes int
 	// MaxBufferedBytes bounds the bytes all clients' unfinished requests
 	// and MULTI queues hold at once; a client whose request would go past
@@ -131,7 +132,7 @@ type Server struct {
 	// passwordSum is the SHA-256 of Password, compared in constant time.
 	passwordSum [32]byte
 
-	logPanic, logAccept, logAuth logLimiter
+	logPanic, logAccept, logAuth, logOutput logLimiter
 
 	mu       sync.Mutex
 	ln       net.Listener
