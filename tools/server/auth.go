@@ -40,7 +40,10 @@ type authGate struct {
 	now    func() time.Time
 }
 
+// init fills the bucket (and may be called again, by tests, to refill it).
 func (g *authGate) init() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
 	g.tokens = authFailureBurst
 	g.now = time.Now
 	g.last = g.now()
