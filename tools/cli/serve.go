@@ -30,7 +30,7 @@ func runServe(e env, args []string) int {
 	maxRequest := fs.Int("max-request-bytes", server.DefaultMaxRequestBytes, "largest request (one command with its arguments) or MULTI queue of one client")
 	maxBuffered := fs.Int64("max-buffered-bytes", server.DefaultMaxBufferedBytes, "most bytes all clients' unfinished requests and MULTI queues may hold together")
 	maxClients := fs.Int("max-clients", server.DefaultMaxClients, "most connections served at once (lowered to fit the open-file limit)")
-	loops := fs.Int("event-loops", 0, "event loops serving the connections (0: one per core)")
+	loops := fs.Int("event-loops", 0, "event loops serving the connections (0: one per two cores)")
 	verbose := fs.Bool("v", false, "log connections closed on errors")
 	if code, ok := parse(fs, args); !ok {
 		return code

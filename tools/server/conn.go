@@ -18,23 +18,26 @@ import (
 // Why an event loop rather than a goroutine per connection: measured
 // side by side with redis-server 7.0 (SADD/SISMEMBER) and the redcon
 // server this layer replaced, in the same run (bench/serve_bench.sh 3
-// 1000000, medians of 3 alternating rounds, 50 clients, -r 1000000, a
-// busy shared 2-core machine), server CPU per command, ratio to Redis's:
+// 1000000: medians of 3 alternating rounds, 50 clients, -r 1000000, on a
+// shared 2-core machine), server CPU per command and its ratio to
+// Redis's:
 //
-//	                      redcon       goroutine/conn  gnet (chosen)
-//	BF.ADD    pipelined   1.98 µs .82  1.25 µs .52     1.23 µs .50
-//	BF.EXISTS pipelined   1.84 µs .85  1.02 µs .49     1.07 µs .53
-//	BF.ADD    -P 1        16.3 µs 1.51 16.5 µs 1.51    12.4 µs 1.19
-//	BF.EXISTS -P 1        14.7 µs 1.29 17.4 µs 1.52    13.0 µs 1.24
+//	                    redcon      goroutine  gnet,    gnet,
+//	                                per conn   2 loops  1 loop (default here)
+//	BF.ADD    -P 16     1.65 µs .97 1.23 .75   1.38 .85 1.00 .60
+//	BF.EXISTS -P 16     1.65 µs 1.0 1.20 .81   1.34 .84 0.92 .58
+//	BF.ADD    -P 1      14.7 µs 1.4 14.5 1.32  10.9 1.07 11.1 .99
+//	BF.EXISTS -P 1      15.1 µs 1.4 15.6 1.41  13.1 1.25 11.4 1.09
 //
-// Pipelined, both layers of our own parse and reply without allocating
-// and cost half of Redis's CPU. Unpipelined, the kernel's work per
-// system call dominates, and bench/serve_syscalls.sh counts them per
-// command: redis-server 2.1 (read, write, a share of epoll_wait); a
-// goroutine per connection 3.4 (a second read that finds nothing and
-// parks the goroutine, and the Go scheduler's futex and nanosleep
-// wake-ups, 0.23 context switches a command); gnet 2.8 (read, write, and
-// 0.6 epoll_wait: it polls once more without blocking before it blocks).
+// Unpipelined, the kernel's work per system call dominates;
+// bench/serve_syscalls.sh counts them per command: redis-server 2.1
+// (read, write, a share of epoll_wait); a goroutine per connection 3.4 (a
+// second read that finds nothing and parks the goroutine, and the Go
+// scheduler's futex and nanosleep wake-ups); gnet 2.8 (read, write, and
+// 0.6 epoll_wait: it polls once more without blocking before it
+// blocks). One loop batches more events per wake-up than two, and on two
+// cores the clients and the kernel's loopback work need the other core:
+// so the default is one loop per two cores.
 //
 // Memory a client can make the server hold is bounded three ways:
 //   - the buffer of one request is at most MaxRequestBytes (plus one

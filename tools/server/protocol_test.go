@@ -133,7 +133,8 @@ func TestMultiExecTexts(t *testing.T) {
 // it, so inside a transaction the count is always 1, however many clients
 // do the same at once.
 func TestExecIsNotInterleaved(t *testing.T) {
-	_, addr := start(t, Config{})
+	// Several loops, so that clients' commands run at once.
+	_, addr := start(t, Config{EventLoops: 4})
 	const clients, rounds = 8, 150
 	var wg sync.WaitGroup
 	errs := make(chan string, clients)

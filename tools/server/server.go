@@ -58,7 +58,8 @@ type Config struct {
 	// (RLIMIT_NOFILE) leaves once the data files and listener are counted.
 	MaxClients int
 	// EventLoops is how many event loops serve the connections (commands
-	// run on them); default GOMAXPROCS, one per core the process may use.
+	// run on them); default one per two cores the process may use (see
+	// conn.go for the measurements), at least one.
 	EventLoops int
 	// Logger receives errors of saves and connections; default
 	// slog.Default().
@@ -101,7 +102,7 @@ func (c Config) withDefaults() (Config, error) {
 		c.Logger = slog.Default()
 	}
 	if c.EventLoops == 0 {
-		c.EventLoops = max(1, runtime.GOMAXPROCS(0))
+		c.EventLoops = max(1, runtime.GOMAXPROCS(0)/2)
 	}
 	switch {
 	case c.EventLoops < 0:
