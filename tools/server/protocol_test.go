@@ -130,8 +130,8 @@ func TestMultiExecTexts(t *testing.T) {
 
 // EXEC runs its queue with no other client's command in between: each
 // transaction adds an item to a counting filter, counts it and deletes
-// it, so inside a transaction the count is always 1, however many clients
-// do the same at once.
+// it, so inside a transaction the count is always what it added, however
+// many clients do the same at once.
 func TestExecIsNotInterleaved(t *testing.T) {
 	// Several loops, so that clients' commands run at once.
 	_, addr := start(t, Config{EventLoops: 4})
@@ -149,8 +149,12 @@ func TestExecIsNotInterleaved(t *testing.T) {
 			}
 			defer c.Close()
 			r := bufio.NewReader(c)
-			tx := "MULTI\r\nCF.ADD c x\r\nCF.COUNT c x\r\nCF.DEL c x\r\nEXEC\r\n"
-			want := "+OK\r\n+QUEUED\r\n+QUEUED\r\n+QUEUED\r\n*3\r\n:1\r\n:1\r\n:1\r\n"
+			// Ten adds, the count, ten deletes: the count is 10 unless
+			// another client's adds or deletes came in between.
+			const n = 10
+			tx := "MULTI\r\n" + strings.Repeat("CF.ADD c x\r\n", n) + "CF.COUNT c x\r\n" + strings.Repeat("CF.DEL c x\r\n", n) + "EXEC\r\n"
+			want := "+OK\r\n" + strings.Repeat("+QUEUED\r\n", 2*n+1) + fmt.Sprintf("*%d\r\n", 2*n+1) +
+				strings.Repeat(":1\r\n", n) + fmt.Sprintf(":%d\r\n", n) + strings.Repeat(":1\r\n", n)
 			for range rounds {
 				c.Write([]byte(tx))
 				got := make([]byte, len(want))
