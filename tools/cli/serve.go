@@ -18,17 +18,20 @@ func runServe(e env, args []string) int {
 		"Serves ohbloom filters over the Redis protocol with RedisBloom's commands\n"+
 			"(BF.RESERVE, BF.ADD, BF.MADD, BF.EXISTS, BF.MEXISTS, BF.INSERT, BF.INFO,\n"+
 			"BF.CARD, BF.SCANDUMP, BF.LOADCHUNK, and CF.* on counting filters), so any\n"+
-			"Redis client can use them. Every change is logged to --dir (--appendonly,\n"+
-			"--appendfsync) and filters are saved there on a schedule and on SIGTERM\n"+
-			"or SIGINT, and restored at start. The password may also come from\n"+
-			"the environment variable OHBLOOM_REQUIREPASS, which keeps it out of ps.")
+			"Redis client can use them, in RESP2 or RESP3 (HELLO 3), with MULTI/EXEC.\n"+
+			"Every change is logged to --dir (--appendonly, --appendfsync), filters are\n"+
+			"saved there on a schedule and on SIGTERM or SIGINT, and restored at start.\n"+
+			"The password may also come from the environment variable\n"+
+			"OHBLOOM_REQUIREPASS, which keeps it out of ps.")
 	addr := fs.String("addr", server.DefaultAddr, "address to listen on (loopback by default)")
 	dir := fs.String("dir", "", "data directory, one file per filter; empty keeps filters in memory only")
 	saveEvery := fs.Duration("save-interval", server.DefaultSaveInterval, "how often changed filters are saved; negative for only at shutdown")
 	pass := fs.String("requirepass", os.Getenv("OHBLOOM_REQUIREPASS"), "password clients must AUTH with")
 	maxFilter := fs.Uint64("max-filter-bytes", server.DefaultMaxFilterBytes, "largest filter a client may create or grow")
-	maxRequest := fs.Int64("max-request-bytes", server.DefaultMaxRequestBytes, "largest request (one command with its arguments)")
-	maxClients := fs.Int("max-clients", server.DefaultMaxClients, "most connections served at once")
+	maxRequest := fs.Int("max-request-bytes", server.DefaultMaxRequestBytes, "largest request (one command with its arguments) or MULTI queue of one client")
+	maxBuffered := fs.Int64("max-buffered-bytes", server.DefaultMaxBufferedBytes, "most bytes all clients' unfinished requests and MULTI queues may hold together")
+	maxClients := fs.Int("max-clients", server.DefaultMaxClients, "most connections served at once (lowered to fit the open-file limit)")
+	loops := fs.Int("event-loops", 0, "event loops serving the connections (0: one per two cores)")
 	appendOnly := fs.String("appendonly", "yes", "yes: log every change to --dir, replayed at start; no: a crash loses the changes since the last save")
 	appendFsync := fs.String("appendfsync", "everysec", "when the log is fsynced: always (before each reply), everysec (a crash loses at most about a second), no (when the kernel writes back)")
 	maxUpload := fs.Uint64("max-upload-bytes", 0, "bytes LOADCHUNK uploads in progress may hold in all (0: twice the largest dump of a --max-filter-bytes filter)")
@@ -52,7 +55,7 @@ func runServe(e env, args []string) int {
 	}
 	logger := slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: level}))
 	srv, err := server.New(server.Config{Addr: *addr, DataDir: *dir, SaveInterval: *saveEvery, Password: *pass,
-		MaxFilterBytes: *maxFilter, MaxRequestBytes: *maxRequest, MaxClients: *maxClients, Logger: logger,
+		MaxFilterBytes: *maxFilter, MaxRequestBytes: *maxRequest, MaxBufferedBytes: *maxBuffered, MaxClients: *maxClients, EventLoops: *loops, Logger: logger,
 		DisableAppendLog: *appendOnly == "no", AppendFsync: *appendFsync, MaxUploadBytes: *maxUpload, MaxDumpBytes: *maxDump})
 	if err != nil {
 		return fail(e, "serve", err)

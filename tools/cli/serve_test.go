@@ -82,7 +82,13 @@ func TestServeUsage(t *testing.T) {
 	if _, errOut, code := run(t, "", "serve", "extra"); code != ExitUsage || !strings.Contains(errOut, "unexpected argument") {
 		t.Fatalf("serve extra: code %d, %q", code, errOut)
 	}
-	if out, _, code := run(t, "", "serve", "--help"); code != ExitOK || !strings.Contains(out, "BF.RESERVE") {
+	if _, errOut, code := run(t, "", "serve", "--max-buffered-bytes", "1000"); code != ExitFailure || !strings.Contains(errOut, "MaxBufferedBytes") {
+		t.Fatalf("serve --max-buffered-bytes below --max-request-bytes: code %d, %q", code, errOut)
+	}
+	if _, errOut, code := run(t, "", "serve", "--event-loops", "-1"); code != ExitFailure || !strings.Contains(errOut, "EventLoops") {
+		t.Fatalf("serve --event-loops -1: code %d, %q", code, errOut)
+	}
+	if out, _, code := run(t, "", "serve", "--help"); code != ExitOK || !strings.Contains(out, "BF.RESERVE") || !strings.Contains(out, "max-buffered-bytes") {
 		t.Fatalf("serve --help: code %d, %q", code, out)
 	}
 }

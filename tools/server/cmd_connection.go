@@ -23,10 +23,6 @@ func cmdQuit(_ *Server, sess *session, w replier, _ [][]byte) {
 	sess.quit = true
 }
 
-func (s *Server) checkPassword(user, pass []byte) bool {
-	return s.cfg.Password != "" && (user == nil || string(user) == "default") && string(pass) == s.cfg.Password
-}
-
 const errWrongPass = "WRONGPASS invalid username-password pair or user is disabled."
 
 func cmdAuth(s *Server, sess *session, w replier, args [][]byte) {
@@ -42,7 +38,7 @@ func cmdAuth(s *Server, sess *session, w replier, args [][]byte) {
 	if len(args) == 3 {
 		user = args[1]
 	}
-	if !s.checkPassword(user, args[len(args)-1]) {
+	if !s.checkPassword(sess, user, args[len(args)-1]) {
 		w.WriteError(errWrongPass)
 		return
 	}
@@ -50,33 +46,47 @@ func cmdAuth(s *Server, sess *session, w replier, args [][]byte) {
 	w.WriteString("OK")
 }
 
-// cmdHello speaks RESP2 only: HELLO 3 is refused with NOPROTO, on which
-// clients (go-redis, redis-py, Jedis) fall back to RESP2 and AUTH.
+// cmdHello negotiates the protocol: HELLO 3 switches the connection to
+// RESP3, HELLO 2 back; HELLO alone answers in the current one. Its AUTH
+// authenticates, its SETNAME names the connection, as in Redis 7.
 func cmdHello(s *Server, sess *session, w replier, args [][]byte) {
+	proto := sess.proto
 	if len(args) > 1 {
 		v, ok := parseInt(args[1])
 		if !ok {
 			w.WriteError("ERR Protocol version is not an integer or out of range")
 			return
 		}
-		if v != 2 {
-			w.WriteError("NOPROTO sorry, this protocol version is not supported")
+		if v != 2 && v != 3 {
+			w.WriteError("NOPROTO unsupported protocol version")
 			return
 		}
+		proto = int(v)
 	}
 	authed := sess.authed
-	name := sess.name
+	name, setName := "", false
 	for i := 2; i < len(args); i++ {
+		more := len(args) - i - 1
 		switch {
-		case eq(args[i], "AUTH") && i+2 < len(args):
-			if !s.checkPassword(args[i+1], args[i+2]) {
+		case eq(args[i], "AUTH") && more >= 2:
+			if s.cfg.Password == "" {
+				// Redis checks against the default user, who has no
+				// password here: any password is wrong.
+				w.WriteError(errWrongPass)
+				return
+			}
+			if !s.checkPassword(sess, args[i+1], args[i+2]) {
 				w.WriteError(errWrongPass)
 				return
 			}
 			authed = true
 			i += 2
-		case eq(args[i], "SETNAME") && i+1 < len(args):
-			name = string(args[i+1])
+		case eq(args[i], "SETNAME") && more >= 1:
+			if !validClientName(args[i+1]) {
+				w.WriteError(errClientName)
+				return
+			}
+			name, setName = string(args[i+1]), true
 			i++
 		default:
 			w.WriteError(fmt.Sprintf("ERR Syntax error in HELLO option '%s'", quoteArg(args[i])))
@@ -87,22 +97,41 @@ func cmdHello(s *Server, sess *session, w replier, args [][]byte) {
 		w.WriteError("NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO <proto> AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time")
 		return
 	}
-	sess.authed, sess.name = true, name
-	w.WriteArray(14)
+	sess.authed = true
+	if setName {
+		sess.name = name
+	}
+	sess.proto = proto
+	if rw, ok := w.(*replyWriter); ok {
+		rw.proto = proto
+	}
+	w.WriteMap(7)
 	w.WriteBulkString("server")
 	w.WriteBulkString("ohbloom")
 	w.WriteBulkString("version")
 	w.WriteBulkString(Version)
 	w.WriteBulkString("proto")
-	w.WriteInt64(2)
+	w.WriteInt64(int64(proto))
 	w.WriteBulkString("id")
-	w.WriteInt64(0)
+	w.WriteInt64(sess.id)
 	w.WriteBulkString("mode")
 	w.WriteBulkString("standalone")
 	w.WriteBulkString("role")
 	w.WriteBulkString("master")
 	w.WriteBulkString("modules")
 	w.WriteArray(0)
+}
+
+const errClientName = "ERR Client names cannot contain spaces, newlines or special characters."
+
+// validClientName is Redis's rule: printable ASCII without spaces.
+func validClientName(b []byte) bool {
+	for _, c := range b {
+		if c < '!' || c > '~' {
+			return false
+		}
+	}
+	return true
 }
 
 // Version is what HELLO and INFO report as the server's version.
@@ -119,6 +148,10 @@ func cmdSelect(_ *Server, _ *session, w replier, args [][]byte) {
 func cmdClient(_ *Server, sess *session, w replier, args [][]byte) {
 	switch {
 	case eq(args[1], "SETNAME") && len(args) == 3:
+		if !validClientName(args[2]) {
+			w.WriteError(errClientName)
+			return
+		}
 		sess.name = string(args[2])
 		w.WriteString("OK")
 	case eq(args[1], "GETNAME") && len(args) == 2:
@@ -130,7 +163,7 @@ func cmdClient(_ *Server, sess *session, w replier, args [][]byte) {
 	case eq(args[1], "SETINFO") && len(args) == 4:
 		w.WriteString("OK")
 	case eq(args[1], "ID") && len(args) == 2:
-		w.WriteInt64(0)
+		w.WriteInt64(sess.id)
 	default:
 		w.WriteError(fmt.Sprintf("ERR unknown subcommand or wrong number of arguments for '%s'. Try CLIENT HELP.", quoteArg(args[1])))
 	}
@@ -158,7 +191,7 @@ func cmdConfig(s *Server, _ *session, w replier, args [][]byte) {
 		"save":               "",
 		"appendonly":         s.appendOnlySetting(),
 		"maxclients":         strconv.Itoa(s.cfg.MaxClients),
-		"proto-max-bulk-len": strconv.FormatInt(s.cfg.MaxRequestBytes, 10),
+		"proto-max-bulk-len": strconv.Itoa(s.cfg.MaxRequestBytes),
 		"dir":                s.cfg.DataDir,
 	}
 	pattern := strings.ToLower(string(args[2]))
@@ -168,7 +201,7 @@ func cmdConfig(s *Server, _ *session, w replier, args [][]byte) {
 			names = append(names, name)
 		}
 	}
-	w.WriteArray(2 * len(names))
+	w.WriteMap(len(names))
 	for _, name := range names {
 		w.WriteBulkString(name)
 		w.WriteBulkString(settings[name])
@@ -192,5 +225,5 @@ func cmdInfo(s *Server, _ *session, w replier, _ [][]byte) {
 	if n := s.store.len(); n > 0 {
 		fmt.Fprintf(&b, "db0:keys=%d,expires=0,avg_ttl=0\r\n", n)
 	}
-	w.WriteBulkString(b.String())
+	w.WriteVerbatim(b.String())
 }

@@ -7,18 +7,6 @@ import (
 	"strings"
 )
 
-// replier is the part of a RESP connection a command writes its reply to;
-// redcon.Conn and redcon.Writer both have it.
-type replier interface {
-	WriteError(msg string)
-	WriteString(str string)
-	WriteBulk(bulk []byte)
-	WriteBulkString(bulk string)
-	WriteInt64(num int64)
-	WriteArray(count int)
-	WriteNull()
-}
-
 // command is one entry of the command table.
 type command struct {
 	// arity is Redis's: n means exactly n arguments including the name,
@@ -28,58 +16,77 @@ type command struct {
 	// AUTH) and QUIT.
 	noAuth bool
 	run    func(s *Server, sess *session, w replier, args [][]byte)
+	// control commands run at once inside MULTI instead of being queued:
+	// MULTI, EXEC, DISCARD, WATCH, QUIT.
+	control bool
+	// name is the registered, lower-case name, for messages.
+	name string
+}
+
+// arityOK reports whether n arguments (the name included) suit c.
+func (c command) arityOK(n int) bool {
+	return (c.arity > 0 && n == c.arity) || (c.arity < 0 && n >= -c.arity)
 }
 
 var commands map[string]command
 
 func init() {
 	commands = map[string]command{
-		"ping":     {-1, false, cmdPing},
-		"echo":     {2, false, func(_ *Server, _ *session, w replier, a [][]byte) { w.WriteBulk(a[1]) }},
-		"quit":     {-1, true, cmdQuit},
-		"auth":     {-2, true, cmdAuth},
-		"hello":    {-1, true, cmdHello},
-		"select":   {2, false, cmdSelect},
-		"client":   {-2, false, cmdClient},
-		"command":  {-1, false, cmdCommand},
-		"config":   {-2, false, cmdConfig},
-		"info":     {-1, false, cmdInfo},
-		"dbsize":   {1, false, func(s *Server, _ *session, w replier, _ [][]byte) { w.WriteInt64(int64(s.store.len())) }},
-		"del":      {-2, false, cmdDel},
-		"unlink":   {-2, false, cmdDel},
-		"exists":   {-2, false, cmdExists},
-		"type":     {2, false, cmdType},
-		"keys":     {2, false, cmdKeys},
-		"scan":     {-2, false, cmdScan},
-		"flushall": {-1, false, cmdFlush},
-		"flushdb":  {-1, false, cmdFlush},
-		"save":     {1, false, cmdSave},
-		"bgsave":   {-1, false, cmdBgsave},
-		"lastsave": {1, false, func(s *Server, _ *session, w replier, _ [][]byte) { w.WriteInt64(s.store.lastSave.Load()) }},
+		"multi":    {arity: 1, run: cmdMulti, control: true},
+		"exec":     {arity: 1, run: cmdExec, control: true},
+		"discard":  {arity: 1, run: cmdDiscard, control: true},
+		"watch":    {arity: -2, run: cmdWatch, control: true},
+		"unwatch":  {arity: 1, run: cmdUnwatch},
+		"ping":     {arity: -1, run: cmdPing},
+		"echo":     {arity: 2, run: func(_ *Server, _ *session, w replier, a [][]byte) { w.WriteBulk(a[1]) }},
+		"quit":     {arity: -1, noAuth: true, run: cmdQuit, control: true},
+		"auth":     {arity: -2, noAuth: true, run: cmdAuth},
+		"hello":    {arity: -1, noAuth: true, run: cmdHello},
+		"select":   {arity: 2, run: cmdSelect},
+		"client":   {arity: -2, run: cmdClient},
+		"command":  {arity: -1, run: cmdCommand},
+		"config":   {arity: -2, run: cmdConfig},
+		"info":     {arity: -1, run: cmdInfo},
+		"dbsize":   {arity: 1, run: func(s *Server, _ *session, w replier, _ [][]byte) { w.WriteInt64(int64(s.store.len())) }},
+		"del":      {arity: -2, run: cmdDel},
+		"unlink":   {arity: -2, run: cmdDel},
+		"exists":   {arity: -2, run: cmdExists},
+		"type":     {arity: 2, run: cmdType},
+		"keys":     {arity: 2, run: cmdKeys},
+		"scan":     {arity: -2, run: cmdScan},
+		"flushall": {arity: -1, run: cmdFlush},
+		"flushdb":  {arity: -1, run: cmdFlush},
+		"save":     {arity: 1, run: cmdSave},
+		"bgsave":   {arity: -1, run: cmdBgsave},
+		"lastsave": {arity: 1, run: func(s *Server, _ *session, w replier, _ [][]byte) { w.WriteInt64(s.store.lastSave.Load()) }},
 
-		"bf.reserve":   {-4, false, cmdBFReserve},
-		"bf.add":       {3, false, cmdBFAdd},
-		"bf.madd":      {-3, false, cmdBFAdd},
-		"bf.insert":    {-4, false, cmdBFInsert},
-		"bf.exists":    {3, false, cmdBFExists},
-		"bf.mexists":   {-3, false, cmdBFExists},
-		"bf.info":      {-2, false, cmdBFInfo},
-		"bf.card":      {2, false, cmdBFCard},
-		"bf.scandump":  {3, false, cmdScanDump},
-		"bf.loadchunk": {4, false, cmdLoadChunk},
+		"bf.reserve":   {arity: -4, run: cmdBFReserve},
+		"bf.add":       {arity: 3, run: cmdBFAdd},
+		"bf.madd":      {arity: -3, run: cmdBFAdd},
+		"bf.insert":    {arity: -4, run: cmdBFInsert},
+		"bf.exists":    {arity: 3, run: cmdBFExists},
+		"bf.mexists":   {arity: -3, run: cmdBFExists},
+		"bf.info":      {arity: -2, run: cmdBFInfo},
+		"bf.card":      {arity: 2, run: cmdBFCard},
+		"bf.scandump":  {arity: 3, run: cmdScanDump},
+		"bf.loadchunk": {arity: 4, run: cmdLoadChunk},
 
-		"cf.reserve":   {-3, false, cmdCFReserve},
-		"cf.add":       {3, false, cmdCFAdd},
-		"cf.addnx":     {3, false, cmdCFAdd},
-		"cf.insert":    {-4, false, cmdCFInsert},
-		"cf.insertnx":  {-4, false, cmdCFInsert},
-		"cf.exists":    {3, false, cmdCFExists},
-		"cf.mexists":   {-3, false, cmdCFExists},
-		"cf.count":     {3, false, cmdCFExists},
-		"cf.del":       {3, false, cmdCFDel},
-		"cf.info":      {2, false, cmdCFInfo},
-		"cf.scandump":  {3, false, cmdScanDump},
-		"cf.loadchunk": {4, false, cmdLoadChunk},
+		"cf.reserve":   {arity: -3, run: cmdCFReserve},
+		"cf.add":       {arity: 3, run: cmdCFAdd},
+		"cf.addnx":     {arity: 3, run: cmdCFAdd},
+		"cf.insert":    {arity: -4, run: cmdCFInsert},
+		"cf.insertnx":  {arity: -4, run: cmdCFInsert},
+		"cf.exists":    {arity: 3, run: cmdCFExists},
+		"cf.mexists":   {arity: -3, run: cmdCFExists},
+		"cf.count":     {arity: 3, run: cmdCFExists},
+		"cf.del":       {arity: 3, run: cmdCFDel},
+		"cf.info":      {arity: 2, run: cmdCFInfo},
+		"cf.scandump":  {arity: 3, run: cmdScanDump},
+		"cf.loadchunk": {arity: 4, run: cmdLoadChunk},
+	}
+	for name, c := range commands {
+		c.name = name
+		commands[name] = c
 	}
 }
 
@@ -98,9 +105,10 @@ const (
 
 var errKeyTooLong = fmt.Sprintf("ERR key longer than %d bytes", maxKeyBytes)
 
-// exec runs one command. It never panics on any input: every argument is
-// checked before use, and a bug in a command is caught and answered as an
-// error so that one bad request cannot take the other clients' filters down.
+// exec runs one command, or queues it inside MULTI. It never panics on
+// any input: every argument is checked before use, and a bug in a
+// command is caught and answered as an error so that one bad request
+// cannot take the other clients' filters down.
 func (s *Server) exec(sess *session, w replier, args [][]byte) {
 	if len(args) == 0 {
 		w.WriteError("ERR empty command")
@@ -108,21 +116,26 @@ func (s *Server) exec(sess *session, w replier, args [][]byte) {
 	}
 	defer func() {
 		if r := recover(); r != nil {
-			s.cfg.Logger.Error("command panicked", "command", string(args[0]), "panic", r)
+			s.logPanic.log(s.cfg.Logger, "command panicked", "command", lowerName(args[0]), "panic", r)
 			w.WriteError(fmt.Sprintf("ERR internal error in '%s'", lowerName(args[0])))
 		}
 	}()
 	c, ok := lookup(args[0])
+	if sess.multi != nil && !(ok && c.control) && sess.authed {
+		s.queue(sess, w, c, ok, args)
+		return
+	}
 	if !ok {
 		w.WriteError(unknownCommand(args))
 		return
 	}
-	if !sess.authed && !c.noAuth {
-		w.WriteError("NOAUTH Authentication required.")
+	// Redis's order: existence, arity, then authentication.
+	if !c.arityOK(len(args)) {
+		w.WriteError(wrongArity(c.name))
 		return
 	}
-	if (c.arity > 0 && len(args) != c.arity) || (c.arity < 0 && len(args) < -c.arity) {
-		w.WriteError(wrongArity(args[0]))
+	if !sess.authed && !c.noAuth {
+		w.WriteError("NOAUTH Authentication required.")
 		return
 	}
 	c.run(s, sess, w, args)
@@ -147,9 +160,11 @@ func lookup(name []byte) (command, bool) {
 }
 
 // wrongArity is Redis's reply to a command given the wrong number of
-// arguments.
-func wrongArity(name []byte) string {
-	return fmt.Sprintf("ERR wrong number of arguments for '%s' command", lowerName(name))
+// arguments; name is the command's registered name (commands that check
+// their own arity further pass their arguments' first, which lookup
+// matched in any case, lowered).
+func wrongArity[T string | []byte](name T) string {
+	return "ERR wrong number of arguments for '" + lowerName([]byte(name)) + "' command"
 }
 
 // unknownArgument is the reply to an option the command does not take.
@@ -165,11 +180,24 @@ func lowerName(b []byte) string {
 	return strings.ToLower(string(b))
 }
 
+// unknownCommand is Redis 7's reply to a command it does not know: the
+// name (up to 128 bytes), then the arguments quoted while the list is
+// shorter than 128 bytes, each cut to what is left of those.
 func unknownCommand(args [][]byte) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "ERR unknown command '%s', with args beginning with: ", quoteArg(args[0]))
-	for _, a := range args[1:min(len(args), 4)] {
-		fmt.Fprintf(&b, "'%s' ", quoteArg(a))
+	b.WriteString("ERR unknown command '")
+	b.Write(args[0][:min(len(args[0]), 128)])
+	b.WriteString("', with args beginning with: ")
+	listed := 0
+	for _, a := range args[1:] {
+		if listed >= 128 {
+			break
+		}
+		a = a[:min(len(a), 128-listed)]
+		b.WriteByte('\'')
+		b.Write(a)
+		b.WriteString("' ")
+		listed += len(a) + 3
 	}
 	return b.String()
 }

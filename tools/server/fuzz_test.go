@@ -2,15 +2,16 @@ package server
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"strconv"
 	"strings"
 	"testing"
-
-	"github.com/tidwall/redcon"
+	"time"
 )
 
 // FuzzExec runs arbitrary commands (arguments split at NUL bytes) against a
@@ -43,10 +44,9 @@ func FuzzExec(f *testing.F) {
 	keep()
 	f.Fuzz(func(t *testing.T, data []byte) {
 		args := bytes.Split(data, []byte{0})
-		var out bytes.Buffer
-		w := redcon.NewWriter(&out)
-		s.exec(&session{authed: true}, w, args)
-		w.Flush()
+		w := &replyWriter{proto: 2}
+		s.exec(&session{authed: true, proto: 2}, w, args)
+		out := bytes.NewBuffer(w.b)
 		rest, err := readReply(out.Bytes())
 		if err != nil || len(rest) != 0 {
 			t.Fatalf("reply %q: %v, %d bytes left over", out.Bytes(), err, len(rest))
@@ -109,4 +109,97 @@ func readReply(b []byte) ([]byte, error) {
 		return rest, nil
 	}
 	return nil, fmt.Errorf("unknown reply type %q", b[0])
+}
+
+// FuzzConnection sends arbitrary bytes, in arbitrary pieces, over a real
+// connection to a live server (with a password, so that both sides of
+// AUTH are reached, and small limits, so that they are hit). After each
+// input the connection is closed; the server must then hold no buffered
+// bytes, answer an authenticated PING, and still hold the items stored
+// before.
+func FuzzConnection(f *testing.F) {
+	for _, seed := range []string{
+		"PING\r\n", "AUTH pw\r\nBF.ADD keep x\r\n", "*1\r\n$9223372036854775807\r\nabc\r\n",
+		"*9223372036854775807\r\n", "*2\r\n$4\r\nAUTH\r\n$2\r\npw\r\n*3\r\n$6\r\nBF.ADD\r\n$4\r\nkeep\r\n$1\r\n1\r\n",
+		"AUTH pw\r\nMULTI\r\nBF.ADD keep a\r\nEXEC\r\n", "AUTH pw\r\nHELLO 3\r\nBF.INFO keep\r\nCONFIG GET *\r\nINFO\r\n",
+		"a a a a \"b\\x41\" 'c'\r\n", "AUTH pw\r\n*3\r\n$6\r\nBF.ADD\r\n$4\r\nkeep\r\n$5000\r\nxx",
+		"AUTH pw\r\nMULTI\r\nBF.ADD keep aaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\r\nBF.ADD keep aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\r\n",
+	} {
+		f.Add([]byte(seed), uint64(len(seed)))
+	}
+	s, err := New(Config{Password: "pw", MaxRequestBytes: 4096, MaxBufferedBytes: 16384, MaxFilterBytes: 1 << 20,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		f.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		f.Fatal(err)
+	}
+	go s.Serve(ln)
+	f.Cleanup(func() { s.Shutdown(context.Background()) })
+	addr := ln.Addr().String()
+	keep := func() {
+		e, _, _ := s.store.getOrCreate("keep", func() (*entry, error) {
+			return s.newBloom(bloomOptions{errorRate: 0.01, capacity: 100, expansion: 2})
+		})
+		for i := range 50 {
+			s.bloomAdd(e, []byte(strconv.Itoa(i)))
+		}
+	}
+	keep()
+	f.Fuzz(func(t *testing.T, data []byte, splits uint64) {
+		s.auth.init() // wrong passwords of earlier inputs must not slow this one
+		conn, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		conn.SetDeadline(time.Now().Add(10 * time.Second))
+		go io.Copy(io.Discard, conn) // replies
+		for rest := data; len(rest) > 0; {
+			splits = splits*6364136223846793005 + 1442695040888963407
+			n := min(len(rest), 1+int(splits>>58))
+			if _, err := conn.Write(rest[:n]); err != nil {
+				break // the server closed it: a protocol error, QUIT
+			}
+			rest = rest[n:]
+			if b := s.buffered.Load(); b > s.cfg.MaxBufferedBytes {
+				t.Fatalf("%d bytes buffered, budget %d", b, s.cfg.MaxBufferedBytes)
+			}
+		}
+		conn.Close()
+		// The event: the server has closed its side too.
+		for deadline := time.Now().Add(10 * time.Second); s.clients.Load() != 0; time.Sleep(50 * time.Microsecond) {
+			if time.Now().After(deadline) {
+				t.Fatal("the server did not close the connection")
+			}
+		}
+		if b := s.buffered.Load(); b != 0 {
+			t.Fatalf("%d bytes still buffered after the connection closed", b)
+		}
+		check, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer check.Close()
+		check.SetDeadline(time.Now().Add(10 * time.Second))
+		check.Write([]byte("AUTH pw\r\nPING\r\n"))
+		reply := make([]byte, len("+OK\r\n+PONG\r\n"))
+		if _, err := io.ReadFull(check, reply); err != nil || string(reply) != "+OK\r\n+PONG\r\n" {
+			t.Fatalf("after the input, AUTH and PING: %q %v", reply, err)
+		}
+		lower := bytes.ToLower(data)
+		for _, w := range []string{"del", "unlink", "flush"} {
+			if bytes.Contains(lower, []byte(w)) {
+				keep()
+				return
+			}
+		}
+		e := s.store.get("keep")
+		for i := range 50 {
+			if e == nil || !e.bloomTest([]byte(strconv.Itoa(i))) {
+				t.Fatalf("input %q lost item %d of key keep", data, i)
+			}
+		}
+	})
 }

@@ -710,6 +710,13 @@ func (nullReplier) WriteBulkString(string) {}
 func (nullReplier) WriteInt64(int64)       {}
 func (nullReplier) WriteArray(int)         {}
 func (nullReplier) WriteNull()             {}
+func (nullReplier) WriteNullArray()        {}
+func (nullReplier) WriteBool(bool)         {}
+func (nullReplier) WriteDouble(float64)    {}
+func (nullReplier) WriteMap(int)           {}
+func (nullReplier) WriteSet(int)           {}
+func (nullReplier) WriteVerbatim(string)   {}
+func (nullReplier) Proto() int             { return 2 }
 
 func discard() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
 

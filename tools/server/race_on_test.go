@@ -2,4 +2,5 @@
 
 package server
 
+// raceEnabled: the race detector allocates on paths that otherwise do not.
 const raceEnabled = true

@@ -11,15 +11,17 @@ package server
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	"github.com/tidwall/redcon"
+	"github.com/panjf2000/gnet/v2"
 )
 
 // Config configures a Server. The zero value of each field means its
@@ -35,17 +37,25 @@ type Config struct {
 	// minute, negative for never (they are still saved on shutdown).
 	SaveInterval time.Duration
 	// Password, when set, must be given with AUTH (or HELLO's AUTH)
-	// before any other command, as Redis's requirepass.
+	// before any other command, as Redis's requirepass. Until then a
+	// client may send at most 10 arguments of 16 KiB each, as in Redis.
 	Password string
 	// MaxFilterBytes bounds the memory of one filter: reservations that
 	// would exceed it are refused, and a scalable filter stops growing
 	// past it. Default 1 GiB.
 	MaxFilterBytes uint64
 	// MaxRequestBytes bounds one request (one command with its
-	// arguments); a client sending more is told and disconnected. Default
-	// 64 MiB.
-	MaxRequestBytes int64
+	// arguments), a MULTI queue, and the replies a client leaves unread;
+	// a client going past it is told (if it reads) and disconnected.
+	// Default 64 MiB, at most 1 GiB.
+	MaxRequestBytes int
+	// MaxBufferedBytes bounds the bytes all clients' unfinished requests
+	// and MULTI queues hold at once; a client whose request would go past
+	// it is told and disconnected. Default 512 MiB.
+	MaxBufferedBytes int64
 	// MaxClients bounds the connections served at once; default 10000.
+	// It is lowered, with a warning, to what the open-file limit
+	// (RLIMIT_NOFILE) leaves once the data files and listener are counted.
 	MaxClients int
 	// DisableAppendLog turns the append-only log off (--appendonly no):
 	// then a crash loses every change since the last save.
@@ -59,6 +69,10 @@ type Config struct {
 	// MaxDumpBytes bounds the bytes held by SCANDUMPs in progress; default
 	// as MaxUploadBytes.
 	MaxDumpBytes uint64
+	// EventLoops is how many event loops serve the connections (commands
+	// run on them); default one per two cores the process may use (see
+	// conn.go for the measurements), at least one.
+	EventLoops int
 	// Logger receives errors of saves and connections; default
 	// slog.Default().
 	Logger *slog.Logger
@@ -66,12 +80,16 @@ type Config struct {
 
 // Defaults for Config's zero fields.
 const (
-	DefaultAddr            = "127.0.0.1:6379"
-	DefaultSaveInterval    = time.Minute
-	DefaultMaxFilterBytes  = 1 << 30
-	DefaultMaxRequestBytes = 64 << 20
-	DefaultMaxClients      = 10000
+	DefaultAddr             = "127.0.0.1:6379"
+	DefaultSaveInterval     = time.Minute
+	DefaultMaxFilterBytes   = 1 << 30
+	DefaultMaxRequestBytes  = 64 << 20
+	DefaultMaxBufferedBytes = 512 << 20
+	DefaultMaxClients       = 10000
 )
+
+// maxRequestBytesLimit is the largest MaxRequestBytes accepted.
+const maxRequestBytesLimit = 1 << 30
 
 func (c Config) withDefaults() (Config, error) {
 	if c.Addr == "" {
@@ -86,15 +104,25 @@ func (c Config) withDefaults() (Config, error) {
 	if c.MaxRequestBytes == 0 {
 		c.MaxRequestBytes = DefaultMaxRequestBytes
 	}
+	if c.MaxBufferedBytes == 0 {
+		c.MaxBufferedBytes = DefaultMaxBufferedBytes
+	}
 	if c.MaxClients == 0 {
 		c.MaxClients = DefaultMaxClients
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
+	if c.EventLoops == 0 {
+		c.EventLoops = max(1, runtime.GOMAXPROCS(0)/2)
+	}
 	switch {
-	case c.MaxRequestBytes < 1<<10:
-		return c, fmt.Errorf("server: MaxRequestBytes %d is below 1 KiB", c.MaxRequestBytes)
+	case c.EventLoops < 0:
+		return c, fmt.Errorf("server: EventLoops %d is negative", c.EventLoops)
+	case c.MaxRequestBytes < 1<<10 || c.MaxRequestBytes > maxRequestBytesLimit:
+		return c, fmt.Errorf("server: MaxRequestBytes %d is outside [1 KiB, 1 GiB]", c.MaxRequestBytes)
+	case c.MaxBufferedBytes < int64(c.MaxRequestBytes):
+		return c, fmt.Errorf("server: MaxBufferedBytes %d is below MaxRequestBytes %d: no request that large could be read", c.MaxBufferedBytes, c.MaxRequestBytes)
 	case c.MaxClients < 0:
 		return c, fmt.Errorf("server: MaxClients %d is negative", c.MaxClients)
 	case c.MaxFilterBytes < 64:
@@ -107,33 +135,57 @@ func (c Config) withDefaults() (Config, error) {
 type Server struct {
 	cfg     Config
 	store   *store
-	clients atomic.Int64
 	started time.Time
 
+	clients  atomic.Int64 // connections open
+	nextID   atomic.Int64 // CLIENT ID of the last connection
+	buffered atomic.Int64 // bytes reserved of MaxBufferedBytes
+	execLock execLock
+	auth     authGate
+	// passwordSum is the SHA-256 of Password, compared in constant time.
+	passwordSum [32]byte
+
+	logPanic, logAccept, logAuth, logOutput logLimiter
+
 	mu       sync.Mutex
-	redcon   *redcon.Server
 	ln       net.Listener
+	loops    *gnet.Client
+	conns    map[*connection]gnet.Conn
+	handlers sync.WaitGroup
 	served   chan struct{} // closed when Serve returns
 	stopSave chan struct{}
 	saveDone chan struct{}
+	serving  bool
 	closed   bool
 }
 
 // New validates c and restores every filter saved in c.DataDir. A data file
 // that does not decode is an error naming it; the server does not start
-// over it.
+// over it. MaxClients above what the open-file limit allows is lowered,
+// with a warning to the Logger.
 func New(c Config) (*Server, error) {
 	c, err := c.withDefaults()
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: c, store: newStore(c), started: time.Now(),
+	if limit, ok := maxClientsForFiles(); ok && c.MaxClients > limit {
+		c.Logger.Warn("max-clients lowered to fit the open-file limit (RLIMIT_NOFILE)",
+			"asked", c.MaxClients, "max_clients", limit, "files_reserved", fileReserve)
+		c.MaxClients = limit
+	}
+	s := &Server{cfg: c, store: newStore(c), started: time.Now(), conns: map[*connection]gnet.Conn{},
 		served: make(chan struct{}), stopSave: make(chan struct{}), saveDone: make(chan struct{})}
+	s.auth.init()
+	s.passwordSum = sha256.Sum256([]byte(c.Password))
 	if err := s.store.load(); err != nil {
 		return nil, err
 	}
 	return s, nil
 }
+
+// MaxClients is the number of connections the server serves at once,
+// after New fitted it to the open-file limit.
+func (s *Server) MaxClients() int { return s.cfg.MaxClients }
 
 // ListenAndServe listens on the configured address and serves until
 // Shutdown.
@@ -149,19 +201,96 @@ func (s *Server) ListenAndServe() error {
 // filters every SaveInterval meanwhile.
 func (s *Server) Serve(ln net.Listener) error {
 	s.mu.Lock()
-	if s.closed || s.redcon != nil {
+	if s.closed || s.serving {
 		s.mu.Unlock()
 		ln.Close()
 		return errors.New("server: already serving or shut down")
 	}
-	s.ln = ln
-	s.redcon = redcon.NewServer(ln.Addr().String(), s.serveRESP, s.accept, s.closedConn)
-	s.redcon.AcceptError = func(err error) { s.cfg.Logger.Warn("accept", "err", err) }
-	srv := s.redcon
+	s.ln, s.serving = ln, true
+	s.mu.Unlock()
+	loops, err := gnet.NewClient(&loops{s: s}, gnet.WithNumEventLoop(s.cfg.EventLoops),
+		gnet.WithTCPNoDelay(gnet.TCPNoDelay), gnet.WithLogger(gnetLogger{s.cfg.Logger}))
+	if err == nil {
+		err = loops.Start()
+	}
+	if err != nil {
+		ln.Close()
+		return fmt.Errorf("server: starting the event loops: %w", err)
+	}
+	s.mu.Lock()
+	s.loops = loops
 	s.mu.Unlock()
 	go s.saveLoop()
 	defer close(s.served)
-	return srv.Serve(&limitListener{Listener: ln, maxRequest: s.cfg.MaxRequestBytes})
+	return s.acceptLoop(ln)
+}
+
+// acceptLoop accepts connections until the listener closes. Accept errors
+// (out of file descriptors, most often) are retried after a pause that
+// doubles from 5 ms to 1 s, as net/http does, and logged at most once a
+// second: a full file table must not become a spinning core and a flood
+// of log lines.
+func (s *Server) acceptLoop(ln net.Listener) error {
+	var pause time.Duration
+	for {
+		conn, err := ln.Accept()
+		if err != nil {
+			if s.isClosed() {
+				return nil
+			}
+			if errors.Is(err, net.ErrClosed) {
+				return err
+			}
+			pause = min(max(2*pause, 5*time.Millisecond), time.Second)
+			s.logAccept.log(s.cfg.Logger, "accept failed; retrying", "err", err, "pause", pause)
+			time.Sleep(pause)
+			continue
+		}
+		pause = 0
+		if s.clients.Add(1) > int64(s.cfg.MaxClients) {
+			s.clients.Add(-1)
+			// The reply is short and the socket new: the write does not block.
+			conn.Write([]byte("-ERR max number of clients reached\r\n"))
+			conn.Close()
+			continue
+		}
+		c := s.newClient(conn.RemoteAddr().String())
+		s.mu.Lock()
+		closed := s.closed
+		if !closed {
+			s.handlers.Add(1)
+		}
+		s.mu.Unlock()
+		if closed {
+			s.clients.Add(-1)
+			conn.Close()
+			return nil
+		}
+		// The event loop takes a duplicate of the socket and closes conn;
+		// OnOpen then lists it in s.conns. (Not under s.mu: the loop may
+		// be closing another connection, which takes s.mu.)
+		if _, err := s.loops.EnrollContext(conn, c); err != nil {
+			s.clients.Add(-1)
+			s.handlers.Done()
+			s.logAccept.log(s.cfg.Logger, "accept failed: handing the connection to an event loop", "err", err)
+			time.Sleep(pause) // out of file descriptors, most often
+		}
+	}
+}
+
+// closed1 forgets a connection its event loop closed.
+func (s *Server) closed1(c *connection) {
+	s.mu.Lock()
+	delete(s.conns, c)
+	s.mu.Unlock()
+	s.clients.Add(-1)
+	s.handlers.Done()
+}
+
+func (s *Server) isClosed() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.closed
 }
 
 // Addr returns the address the server listens on, once Serve has started.
@@ -195,8 +324,9 @@ func (s *Server) saveLoop() {
 }
 
 // Shutdown stops accepting connections, closes the open ones, waits for
-// Serve to return and saves every changed filter. A command whose reply a
-// client received is in the saved files. ctx bounds the wait for Serve.
+// their commands to finish and saves every changed filter. A command
+// whose reply a client received is in the saved files. ctx bounds the
+// wait for the connections.
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.mu.Lock()
 	if s.closed {
@@ -204,14 +334,23 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		return nil
 	}
 	s.closed = true
-	srv := s.redcon
+	ln, serving := s.ln, s.serving
+	for _, gc := range s.conns {
+		gc.Close()
+	}
+	loops := s.loops
 	s.mu.Unlock()
-	if srv != nil {
-		srv.Close()
+	if serving {
+		ln.Close()
+		done := make(chan struct{})
+		go func() { <-s.served; s.handlers.Wait(); close(done) }()
 		select {
-		case <-s.served:
+		case <-done:
 		case <-ctx.Done():
 			return ctx.Err()
+		}
+		if loops != nil {
+			loops.Stop()
 		}
 		close(s.stopSave)
 		<-s.saveDone
@@ -222,48 +361,22 @@ func (s *Server) Shutdown(ctx context.Context) error {
 // Save writes every changed filter now, as the schedule would.
 func (s *Server) Save() error { return s.store.save(false) }
 
-// session is one connection's state.
-type session struct {
-	authed bool
-	name   string
-	quit   bool
-	log    logWait
-}
+// gnetLogger sends gnet's own messages to the server's log, at debug
+// level but for errors.
+type gnetLogger struct{ l *slog.Logger }
 
-func (s *Server) accept(c redcon.Conn) bool {
-	if s.clients.Add(1) > int64(s.cfg.MaxClients) {
-		s.clients.Add(-1)
-		c.NetConn().Write([]byte("-ERR max number of clients reached\r\n"))
-		return false
-	}
-	c.SetContext(&session{authed: s.cfg.Password == "", log: logWait{deferred: true}})
-	return true
+func (g gnetLogger) Debugf(format string, args ...any) {
+	g.l.Debug("gnet: " + fmt.Sprintf(format, args...))
 }
-
-func (s *Server) closedConn(c redcon.Conn, err error) {
-	s.clients.Add(-1)
-	if err != nil && !errors.Is(err, net.ErrClosed) && !errors.Is(err, errRequestTooLarge) {
-		s.cfg.Logger.Debug("connection closed", "remote", c.RemoteAddr(), "err", err)
-	}
+func (g gnetLogger) Infof(format string, args ...any) {
+	g.l.Debug("gnet: " + fmt.Sprintf(format, args...))
 }
-
-func (s *Server) serveRESP(c redcon.Conn, cmd redcon.Command) {
-	sess, _ := c.Context().(*session)
-	if sess == nil {
-		sess = &session{authed: s.cfg.Password == "", log: logWait{deferred: true}}
-		c.SetContext(sess)
-	}
-	s.exec(sess, c, cmd.Args)
-	// redcon writes the replies of a pipeline once its last command has
-	// run: the changes among them wait for the log together, and if the
-	// log failed no reply goes out.
-	if sess.log.pos != 0 && len(c.PeekPipeline()) == 0 {
-		if err := s.syncLog(sess); err != nil {
-			c.NetConn().Close()
-			return
-		}
-	}
-	if sess.quit {
-		c.Close()
-	}
+func (g gnetLogger) Warnf(format string, args ...any) {
+	g.l.Warn("gnet: " + fmt.Sprintf(format, args...))
+}
+func (g gnetLogger) Errorf(format string, args ...any) {
+	g.l.Error("gnet: " + fmt.Sprintf(format, args...))
+}
+func (g gnetLogger) Fatalf(format string, args ...any) {
+	g.l.Error("gnet: " + fmt.Sprintf(format, args...))
 }

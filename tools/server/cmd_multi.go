@@ -1,0 +1,124 @@
+package server
+
+// MULTI, EXEC, DISCARD: transactions as Redis runs them, without WATCH.
+//
+// Between MULTI and EXEC a client's commands are checked (known, right
+// number of arguments) and queued, each answered +QUEUED; one that fails
+// the check is answered its error and makes EXEC answer EXECABORT. EXEC
+// runs the queue holding every shard of the server's exec lock, so no
+// other client's command runs between the queued ones, and answers an
+// array of their replies. The queue is a copy of the commands' bytes,
+// counted against the client's MaxRequestBytes and the server's
+// MaxBufferedBytes.
+
+// multiState is a transaction being queued.
+type multiState struct {
+	buf   []byte // the queued commands' arguments, one after another
+	cmds  [][]span
+	dirty bool // a command was refused: EXEC aborts
+}
+
+const (
+	errExecAbort    = "EXECABORT Transaction discarded because of previous errors."
+	errWatchMissing = "ERR WATCH is not supported by ohbloom serve: MULTI/EXEC transactions run without it"
+)
+
+func (sess *session) multiBytes() int64 {
+	if sess.multi == nil {
+		return 0
+	}
+	m := sess.multi
+	return int64(cap(m.buf) + cap(m.cmds)*24 + len(m.cmds)*16)
+}
+
+func cmdMulti(_ *Server, sess *session, w replier, _ [][]byte) {
+	if sess.multi != nil {
+		w.WriteError("ERR MULTI calls can not be nested")
+		return
+	}
+	sess.multi = &multiState{}
+	w.WriteString("OK")
+}
+
+func cmdDiscard(_ *Server, sess *session, w replier, _ [][]byte) {
+	if sess.multi == nil {
+		w.WriteError("ERR DISCARD without MULTI")
+		return
+	}
+	sess.multi = nil
+	w.WriteString("OK")
+}
+
+func cmdWatch(_ *Server, sess *session, w replier, _ [][]byte) {
+	if sess.multi != nil {
+		w.WriteError("ERR WATCH inside MULTI is not allowed")
+		return
+	}
+	w.WriteError(errWatchMissing)
+}
+
+func cmdUnwatch(_ *Server, _ *session, w replier, _ [][]byte) {
+	w.WriteError(errWatchMissing)
+}
+
+// queue checks a command sent inside MULTI and queues a copy of it.
+func (s *Server) queue(sess *session, w replier, c command, known bool, args [][]byte) {
+	m := sess.multi
+	switch {
+	case !known:
+		m.dirty = true
+		w.WriteError(unknownCommand(args))
+		return
+	case !c.arityOK(len(args)):
+		m.dirty = true
+		w.WriteError(wrongArity(c.name))
+		return
+	}
+	size := 0
+	for _, a := range args {
+		size += len(a)
+	}
+	if sess.multiBytes()+int64(size+16*len(args)) > int64(s.cfg.MaxRequestBytes) {
+		// Drop the queue now, so that its memory goes, and abort at EXEC.
+		m.buf, m.cmds, m.dirty = nil, nil, true
+		w.WriteError(string(errQueuedTooLarge))
+		return
+	}
+	spans := make([]span, len(args))
+	for i, a := range args {
+		spans[i] = span{len(m.buf), len(m.buf) + len(a)}
+		m.buf = append(m.buf, a...)
+	}
+	m.cmds = append(m.cmds, spans)
+	w.WriteString("QUEUED")
+}
+
+func cmdExec(s *Server, sess *session, w replier, _ [][]byte) {
+	m := sess.multi
+	if m == nil {
+		w.WriteError("ERR EXEC without MULTI")
+		return
+	}
+	sess.multi = nil
+	if m.dirty {
+		w.WriteError(errExecAbort)
+		return
+	}
+	// The shards are taken in order, each client holding at most its own
+	// while it waits for none: so no two EXECs can deadlock.
+	sess.withoutShard(func() {
+		s.execLock.lockAll()
+		defer s.execLock.unlockAll()
+		sess.inExec = true
+		defer func() { sess.inExec = false }()
+		w.WriteArray(len(m.cmds))
+		args := make([][]byte, 0, 8)
+		for _, spans := range m.cmds {
+			args = args[:0]
+			for _, sp := range spans {
+				args = append(args, m.buf[sp.start:sp.end:sp.end])
+			}
+			s.exec(sess, w, args)
+		}
+	})
+}

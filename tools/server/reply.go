@@ -1,0 +1,185 @@
+package server
+
+import (
+	"math"
+	"strconv"
+)
+
+// replier is what a command writes its reply to. Each method writes one
+// RESP value in the protocol the client chose with HELLO: RESP2 (the
+// default) or RESP3. Where RESP3 has a type RESP2 lacks, the RESP2 shape is
+// the one Redis itself sends:
+//
+//	method              RESP3                  RESP2
+//	WriteString(s)      +s                     +s
+//	WriteError(msg)     -msg                   -msg
+//	WriteInt64(n)       :n                     :n
+//	WriteBulk(b)        $len b                 $len b
+//	WriteBulkString(s)  $len s                 $len s
+//	WriteArray(n)       *n                     *n
+//	WriteNull()         _                      $-1 (null bulk string)
+//	WriteNullArray()    _                      *-1 (null array)
+//	WriteBool(v)        #t / #f                :1 / :0
+//	WriteDouble(f)      ,f (inf, -inf, nan)    $len f, as a bulk string
+//	WriteMap(n)         %n, then n keys+values *2n, keys and values in turn
+//	WriteSet(n)         ~n                     *n
+//	WriteVerbatim(s)    =len txt:s             $len s
+//
+// Line breaks in simple strings and errors are replaced by spaces, as Redis
+// replaces them, so that no reply can break the framing.
+type replier interface {
+	WriteError(msg string)
+	WriteString(str string)
+	WriteBulk(bulk []byte)
+	WriteBulkString(bulk string)
+	WriteInt64(num int64)
+	WriteArray(count int)
+	WriteNull()
+	WriteNullArray()
+	WriteBool(v bool)
+	WriteDouble(f float64)
+	WriteMap(pairs int)
+	WriteSet(count int)
+	WriteVerbatim(text string)
+	// Proto is 2 or 3, for the rare reply whose content (not only its
+	// shape) differs between them.
+	Proto() int
+}
+
+// replyWriter appends replies to a buffer that the connection sends.
+// It is not safe for concurrent use.
+type replyWriter struct {
+	b     []byte
+	proto int // 2 or 3
+}
+
+func (w *replyWriter) Proto() int { return w.proto }
+
+// line appends a simple line whose text must not break the framing.
+func (w *replyWriter) line(prefix byte, s string) {
+	w.b = append(w.b, prefix)
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c == '\r' || c == '\n' {
+			c = ' '
+		}
+		w.b = append(w.b, c)
+	}
+	w.b = append(w.b, '\r', '\n')
+}
+
+func (w *replyWriter) WriteError(msg string)  { w.line('-', msg) }
+func (w *replyWriter) WriteString(str string) { w.line('+', str) }
+
+func (w *replyWriter) header(prefix byte, n int64) {
+	w.b = append(w.b, prefix)
+	w.b = strconv.AppendInt(w.b, n, 10)
+	w.b = append(w.b, '\r', '\n')
+}
+
+func (w *replyWriter) WriteInt64(num int64) {
+	// The replies of most commands are 0 or 1.
+	switch num {
+	case 0:
+		w.b = append(w.b, ":0\r\n"...)
+	case 1:
+		w.b = append(w.b, ":1\r\n"...)
+	default:
+		w.header(':', num)
+	}
+}
+
+func (w *replyWriter) WriteBulk(bulk []byte) {
+	w.header('$', int64(len(bulk)))
+	w.b = append(w.b, bulk...)
+	w.b = append(w.b, '\r', '\n')
+}
+
+func (w *replyWriter) WriteBulkString(bulk string) {
+	w.header('$', int64(len(bulk)))
+	w.b = append(w.b, bulk...)
+	w.b = append(w.b, '\r', '\n')
+}
+
+func (w *replyWriter) WriteArray(count int) { w.header('*', int64(count)) }
+
+func (w *replyWriter) WriteNull() {
+	if w.proto == 3 {
+		w.b = append(w.b, "_\r\n"...)
+		return
+	}
+	w.b = append(w.b, "$-1\r\n"...)
+}
+
+func (w *replyWriter) WriteNullArray() {
+	if w.proto == 3 {
+		w.b = append(w.b, "_\r\n"...)
+		return
+	}
+	w.b = append(w.b, "*-1\r\n"...)
+}
+
+func (w *replyWriter) WriteBool(v bool) {
+	switch {
+	case w.proto == 3 && v:
+		w.b = append(w.b, "#t\r\n"...)
+	case w.proto == 3:
+		w.b = append(w.b, "#f\r\n"...)
+	case v:
+		w.b = append(w.b, ":1\r\n"...)
+	default:
+		w.b = append(w.b, ":0\r\n"...)
+	}
+}
+
+// WriteDouble writes f in the shortest form that reads back as f, as
+// Redis 7.2 does; infinities are "inf" and "-inf", and NaN "nan".
+func (w *replyWriter) WriteDouble(f float64) {
+	var buf [32]byte
+	var text []byte
+	switch {
+	case math.IsInf(f, 1):
+		text = append(buf[:0], "inf"...)
+	case math.IsInf(f, -1):
+		text = append(buf[:0], "-inf"...)
+	case math.IsNaN(f):
+		text = append(buf[:0], "nan"...)
+	default:
+		text = strconv.AppendFloat(buf[:0], f, 'g', -1, 64)
+	}
+	if w.proto == 3 {
+		w.b = append(w.b, ',')
+		w.b = append(w.b, text...)
+		w.b = append(w.b, '\r', '\n')
+		return
+	}
+	w.WriteBulk(text)
+}
+
+func (w *replyWriter) WriteMap(pairs int) {
+	if w.proto == 3 {
+		w.header('%', int64(pairs))
+		return
+	}
+	w.header('*', 2*int64(pairs))
+}
+
+func (w *replyWriter) WriteSet(count int) {
+	if w.proto == 3 {
+		w.header('~', int64(count))
+		return
+	}
+	w.header('*', int64(count))
+}
+
+// WriteVerbatim writes plain text (INFO's), marked "txt" in RESP3.
+func (w *replyWriter) WriteVerbatim(text string) {
+	if w.proto == 3 {
+		w.header('=', int64(len(text)+4))
+		w.b = append(w.b, "txt:"...)
+		w.b = append(w.b, text...)
+		w.b = append(w.b, '\r', '\n')
+		return
+	}
+	w.WriteBulkString(text)
+}
