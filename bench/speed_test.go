@@ -33,9 +33,12 @@ const speedKeys = 10_000_000
 // Test, 32-byte keys at p = 1%, each filter filled to its capacity, for keys
 // it holds (keys=present) and keys it does not (keys=absent). It reports
 // ns/key and the filter's size, and prints the cache sizes as configuration
-// lines, which the chart draws. docs/data/speed.txt holds its output:
+// lines, which the chart draws. docs/data/speed.txt holds its output, three
+// rounds run one after the other, so that a noisy minute on a shared
+// machine falls on all libraries alike:
 //
-//	flock /tmp/ohbloom-bench.lock go test -run '^$' -bench Speed -count 3 -timeout 2h ./bench/ -speed.max 1e9 > docs/data/speed.txt
+//	go test -c -o /tmp/bench.test ./bench/
+//	for i in 1 2 3; do flock /tmp/ohbloom-bench.lock /tmp/bench.test -test.run '^$' -test.bench Speed -test.timeout 1h -speed.max 1e9; done > docs/data/speed.txt
 //
 // Without -speed.max it stops at 3·10^7 keys (37.5 MB), well past the caches,
 // in about two minutes.
