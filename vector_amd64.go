@@ -50,6 +50,12 @@ func vecTest(b *block, x uint32, p *vecProbe) bool
 //go:noescape
 func vecAdd(b *block, x uint32, p *vecProbe) (present bool)
 
+// vecAtomicAdd is vecAdd for AtomicFilter: one atomic OR for each word
+// that lacks a bit of x, none when x is present (vector_amd64.s).
+//
+//go:noescape
+func vecAtomicAdd(b *block, x uint32, p *vecProbe) (present bool)
+
 func cpuid(leaf, sub uint32) (a, b, c, d uint32)
 func xgetbv() (a, d uint32)
 

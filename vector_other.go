@@ -16,3 +16,5 @@ func makeVecProbe([]partition) *vecProbe { return nil }
 
 func vecTest(*block, uint32, *vecProbe) bool { panic("ohbloom: no vector probe") }
 func vecAdd(*block, uint32, *vecProbe) bool  { panic("ohbloom: no vector probe") }
+
+func vecAtomicAdd(*block, uint32, *vecProbe) bool { panic("ohbloom: no vector probe") }
