@@ -269,7 +269,7 @@ func (b *build) put(buf []uint64) {
 // router hands hashes to their owners, as packed entries: the block's
 // index in the owner's part in the high 32 bits, the residue in the low.
 type router struct {
-	b    *build
+	b     *build
 	self  int // the owner whose goroutine routes, or -1
 	out   [][]uint64
 	first []uint64 // each owner's first block
