@@ -169,17 +169,32 @@ func TestHugeFilter(t *testing.T) {
 func TestPrivateBuild(t *testing.T) {
 	bulkN := 120_000
 	if testing.Short() {
-		bulkN = 40_000
+		bulkN = 70_000
 	}
 	bulk := make([]string, bulkN)
 	for i := range bulk {
 		bulk[i] = fmt.Sprintf("bulk/%d", i)
 	}
-	for _, workers := range []int{2, 3, 5} {
-		t.Run(fmt.Sprint("workers=", workers), func(t *testing.T) {
+	// The 20,000-block filter gives each owner more than one bucket of
+	// blocks to sort its entries into; the sized one fewer.
+	for _, c := range []struct {
+		workers int
+		config  Config
+	}{
+		{2, Config{Capacity: uint64(2 * bulkN), FPR: 0.01}},
+		{3, Config{Capacity: uint64(2 * bulkN), FPR: 0.01}},
+		{5, Config{Capacity: uint64(2 * bulkN), FPR: 0.01}},
+		{2, Config{Blocks: 20_000, K: 7}},
+		{3, Config{Blocks: 20_000, K: 7}},
+	} {
+		workers := c.workers
+		t.Run(fmt.Sprintf("workers=%d/blocks=%d", workers, c.config.Blocks), func(t *testing.T) {
 			defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(workers))
-			a := NewAtomic(uint64(2*bulkN), 0.01)
-			ref := New(uint64(2*bulkN), 0.01)
+			a, err := NewAtomicWithConfig(c.config)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ref := a.ToFilter()
 			for i := range 1000 { // already there before the load
 				a.AddString(fmt.Sprint("old/", i))
 				ref.AddString(fmt.Sprint("old/", i))
