@@ -202,24 +202,7 @@ type owner struct {
 	// goroutine touches it, wherever it takes its inbox (in own, or in
 	// send while it routes).
 	finished int
-	// pending holds entries until there are chunkLen of them; sorted is
-	// the scratch space they are sorted into (see flushPending).
-	pending, sorted []uint64
-	counts          []int
 }
-
-// An owner applies its entries a chunk at a time, sorted by block: a
-// chunk of chunkLen entries holds about chunkLen/len(blocks) keys for
-// each block of the part, whose line is then fetched from memory once for
-// all of them, in order, rather than once for each in a random order.
-// That is what lets two cores beat one by more than the memory system
-// lets two random-access loops scale (BenchmarkBuild). The sort is one
-// counting pass and one scatter into buckets of bucketBlocks blocks,
-// which fit in the L2 cache, over sequential memory.
-const (
-	chunkLen    = 1 << 21
-	bucketShift = 13 // bucketBlocks = 1 << bucketShift blocks, 512 KiB
-)
 
 // routeLen is how many entries a route buffer carries: large enough that
 // handing it over costs little per key, small enough to stay in the L1
@@ -319,7 +302,7 @@ func (r *router) route(hs []uint64) {
 func (r *router) flush(o int) {
 	buf := r.out[o]
 	if o == r.self {
-		r.b.enqueue(o, buf)
+		r.b.apply(o, buf)
 		r.out[o] = buf[:0]
 		return
 	}
@@ -365,59 +348,8 @@ func (b *build) take(o int, in []uint64) {
 		b.owners[o].finished++
 		return
 	}
-	b.enqueue(o, in)
+	b.apply(o, in)
 	b.put(in)
-}
-
-// enqueue adds entries to owner o's pending chunk, applying the chunk
-// when it is full.
-func (b *build) enqueue(o int, ps []uint64) {
-	ow := &b.owners[o]
-	if ow.pending == nil {
-		ow.pending = make([]uint64, 0, min(chunkLen, 4*len(ow.blocks)+routeLen))
-	}
-	for len(ps) > 0 {
-		n := copy(ow.pending[len(ow.pending):cap(ow.pending)], ps)
-		ow.pending = ow.pending[:len(ow.pending)+n]
-		ps = ps[n:]
-		if len(ow.pending) == cap(ow.pending) {
-			b.flushPending(o)
-		}
-	}
-}
-
-// flushPending applies owner o's pending entries in the order of their
-// blocks' buckets.
-func (b *build) flushPending(o int) {
-	ow := &b.owners[o]
-	buckets := len(ow.blocks)>>bucketShift + 1
-	if buckets == 1 {
-		b.apply(o, ow.pending)
-		ow.pending = ow.pending[:0]
-		return
-	}
-	if ow.counts == nil {
-		ow.counts = make([]int, buckets)
-		ow.sorted = make([]uint64, cap(ow.pending))
-	}
-	counts := ow.counts
-	clear(counts)
-	for _, p := range ow.pending {
-		counts[p>>(32+bucketShift)]++
-	}
-	at := 0
-	for i, c := range counts {
-		counts[i] = at
-		at += c
-	}
-	sorted := ow.sorted[:len(ow.pending)]
-	for _, p := range ow.pending {
-		i := p >> (32 + bucketShift)
-		sorted[counts[i]] = p
-		counts[i]++
-	}
-	b.apply(o, sorted)
-	ow.pending = ow.pending[:0]
 }
 
 // own takes owner o's entries until every router has finished, then ORs
@@ -431,7 +363,6 @@ func (b *build) own(o int, routes bool) {
 	for b.owners[o].finished < others {
 		b.take(o, <-b.owners[o].inbox)
 	}
-	b.flushPending(o)
 	b.publish(o)
 }
 
@@ -466,5 +397,5 @@ func (b *build) publish(o int) {
 			}
 		}
 	}
-	ow.blocks, ow.pending, ow.sorted = nil, nil, nil
+	ow.blocks = nil
 }
