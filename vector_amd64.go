@@ -5,6 +5,7 @@ package ohbloom
 import (
 	"math"
 	"os"
+	"unsafe"
 )
 
 // The vector probe computes all k bit positions of a key at once in the
@@ -55,6 +56,31 @@ func vecAdd(b *block, x uint32, p *vecProbe) (present bool)
 //
 //go:noescape
 func vecAtomicAdd(b *block, x uint32, p *vecProbe) (present bool)
+
+// vecTestHashes and vecAddHashes are vecTest and vecAdd over a window of
+// hashes, their blocks found as layout.blockOf finds them
+// (vector_amd64.s). results must be at least as long as hs.
+//
+//go:noescape
+func vecTestHashes(blocks unsafe.Pointer, nblocks uint64, hs []uint64, results []bool, p *vecProbe)
+
+//go:noescape
+func vecAddHashes(blocks unsafe.Pointer, nblocks uint64, hs []uint64, p *vecProbe)
+
+// vecTestWindow tests the keys of hs with the vector probe, answers in
+// results[i]; vecAddWindow adds them.
+func (l *layout) vecTestWindow(hs []uint64, results []bool) {
+	if len(hs) > 0 {
+		_ = results[len(hs)-1]
+		vecTestHashes(unsafe.Pointer(&l.blocks[0]), l.nblocks, hs, results, l.vec)
+	}
+}
+
+func (l *layout) vecAddWindow(hs []uint64) {
+	if len(hs) > 0 {
+		vecAddHashes(unsafe.Pointer(&l.blocks[0]), l.nblocks, hs, l.vec)
+	}
+}
 
 func cpuid(leaf, sub uint32) (a, b, c, d uint32)
 func xgetbv() (a, d uint32)

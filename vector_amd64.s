@@ -167,6 +167,97 @@ atomic_done:
 	VZEROUPPER
 	RET
 
+// func vecTestHashes(blocks unsafe.Pointer, nblocks uint64, hs []uint64, results []bool, p *vecProbe)
+//
+// vecTest of every hash of hs, its block found by fastrange as
+// layout.blockOf does, the answers written to results: the batched
+// calls' probe, with no call, no VZEROUPPER and no Go loop per key.
+// results is at least as long as hs.
+TEXT ·vecTestHashes(SB), NOSPLIT|NOFRAME, $0-72
+	MOVQ blocks+0(FP), DI
+	MOVQ nblocks+8(FP), R12
+	MOVQ hs_base+16(FP), R8
+	MOVQ hs_len+24(FP), R9
+	MOVQ results_base+40(FP), R10
+	MOVQ p+64(FP), CX
+	TESTQ R9, R9
+	JZ    test_hashes_done
+
+test_hashes_loop:
+	MOVQ (R8), AX
+	MOVL AX, BX // the residue, zero-extended
+	MULQ R12    // DX = the block
+	SHLQ $6, DX
+	VMOVDQU64    (DI)(DX*1), Z0
+	VXORPD       X1, X1, X1 // no dependency on the last key's X1
+	VCVTSI2SDQ   BX, X1, X1
+	VBROADCASTSD X1, Z1
+	BITS(0, Z3)
+	TESTBITS(Z3, K1)
+	CMPQ HALVES(CX), $1
+	JEQ  test_hashes_tested
+	BITS(64, Z13)
+	TESTBITS(Z13, K2)
+	KANDB K2, K1, K1
+
+test_hashes_tested:
+	KORTESTB K1, K1
+	SETCS    (R10)
+	ADDQ     $8, R8
+	INCQ     R10
+	DECQ     R9
+	JNZ      test_hashes_loop
+	VZEROUPPER
+
+test_hashes_done:
+	RET
+
+// func vecAddHashes(blocks unsafe.Pointer, nblocks uint64, hs []uint64, p *vecProbe)
+//
+// vecAdd of every hash of hs, as vecTestHashes does vecTest.
+TEXT ·vecAddHashes(SB), NOSPLIT|NOFRAME, $0-48
+	MOVQ blocks+0(FP), DI
+	MOVQ nblocks+8(FP), R12
+	MOVQ hs_base+16(FP), R8
+	MOVQ hs_len+24(FP), R9
+	MOVQ p+40(FP), CX
+	TESTQ R9, R9
+	JZ    add_hashes_done
+
+add_hashes_loop:
+	MOVQ (R8), AX
+	MOVL AX, BX
+	MULQ R12
+	SHLQ $6, DX
+	LEAQ (DI)(DX*1), R11 // the block; MASK takes DX
+	VMOVDQU64    (R11), Z0
+	VXORPD       X1, X1, X1
+	VCVTSI2SDQ   BX, X1, X1
+	VBROADCASTSD X1, Z1
+	BITS(0, Z3)
+	TESTBITS(Z3, K1)
+	CMPQ HALVES(CX), $1
+	JEQ  add_hashes_tested
+	BITS(64, Z13)
+	TESTBITS(Z13, K2)
+	KANDB K2, K1, K1
+
+add_hashes_tested:
+	KORTESTB K1, K1
+	JCS      add_hashes_next // all set already
+	MASK(Z8)
+	VPORQ     Z0, Z8, Z8
+	VMOVDQU64 Z8, (R11)
+
+add_hashes_next:
+	ADDQ $8, R8
+	DECQ R9
+	JNZ  add_hashes_loop
+	VZEROUPPER
+
+add_hashes_done:
+	RET
+
 // func cpuid(leaf, sub uint32) (a, b, c, d uint32)
 TEXT ·cpuid(SB), NOSPLIT, $0-24
 	MOVL leaf+0(FP), AX

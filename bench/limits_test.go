@@ -10,7 +10,10 @@ import (
 	"github.com/zeebo/xxh3"
 )
 
-var limitRounds = flag.Int("limits.rounds", 3, "interleaved rounds of BenchmarkLimits")
+var (
+	limitRounds = flag.Int("limits.rounds", 3, "interleaved rounds of BenchmarkLimits")
+	limitOnly   = flag.Int("limits.n", 0, "run BenchmarkLimits at this capacity only (1000000, 30000000 or 1000000000)")
+)
 
 // limitCases are the filters of BenchmarkLimits, at p = 1%: in the caches
 // (1.25 MB), past them (37.6 MB) and past 1 GiB (1.25 GB). The last is
@@ -38,7 +41,7 @@ const limitWindowKeys = 4096
 //	go run ./cmd/limitstable < limits.txt
 func BenchmarkLimits(b *testing.B) {
 	for _, c := range limitCases {
-		if testing.Short() && c.capacity > 1e6 {
+		if testing.Short() && c.capacity > 1e6 || *limitOnly != 0 && c.capacity != *limitOnly {
 			continue
 		}
 		runLimits(b, c.capacity, c.keys)
@@ -104,7 +107,7 @@ func runLimits(b *testing.B, capacity, nkeys int) {
 				}
 			})
 		}
-		run("xxh3", "single", func(b *testing.B) {
+		run("xxh3", "", func(b *testing.B) {
 			var sum uint64
 			for i, j := 0, 0; i < b.N; i++ {
 				sum += xxh3.HashSeed(c.keys.At(j), seed)
