@@ -375,12 +375,13 @@ func (b *build) apply(o int, ps []uint64) {
 		if ahead := i + prefetchDistance; ahead < len(ps) {
 			prefetchEntries(blocks, ps[ahead:min(len(ps), ahead+prefetchStep)])
 		}
-		for _, p := range ps[i:min(len(ps), i+prefetchStep)] {
-			if l.vec != nil {
-				vecAdd(&blocks[p>>32], uint32(p), l.vec)
-			} else {
-				l.add(&blocks[p>>32], uint32(p))
-			}
+		step := ps[i:min(len(ps), i+prefetchStep)]
+		if l.vec != nil {
+			vecAddEntries(blocks, step, l.vec)
+			continue
+		}
+		for _, p := range step {
+			l.add(&blocks[p>>32], uint32(p))
 		}
 	}
 }

@@ -67,6 +67,19 @@ func vecTestHashes(blocks unsafe.Pointer, nblocks uint64, hs []uint64, results [
 //go:noescape
 func vecAddHashes(blocks unsafe.Pointer, nblocks uint64, hs []uint64, p *vecProbe)
 
+// vecAddPacked is vecAddHashes for the packed entries of a private build
+// (parallel.go): block e>>32 of blocks, residue uint32(e).
+//
+//go:noescape
+func vecAddPacked(blocks unsafe.Pointer, ps []uint64, p *vecProbe)
+
+// vecAddEntries adds the packed entries ps to blocks.
+func vecAddEntries(blocks []block, ps []uint64, p *vecProbe) {
+	if len(ps) > 0 {
+		vecAddPacked(unsafe.Pointer(&blocks[0]), ps, p)
+	}
+}
+
 // vecTestWindow tests the keys of hs with the vector probe, answers in
 // results[i]; vecAddWindow adds them.
 func (l *layout) vecTestWindow(hs []uint64, results []bool) {

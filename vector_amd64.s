@@ -258,6 +258,52 @@ add_hashes_next:
 add_hashes_done:
 	RET
 
+// func vecAddPacked(blocks unsafe.Pointer, ps []uint64, p *vecProbe)
+//
+// vecAdd of every packed entry of a private build (parallel.go): block
+// e>>32 of blocks, residue uint32(e).
+TEXT ·vecAddPacked(SB), NOSPLIT|NOFRAME, $0-40
+	MOVQ blocks+0(FP), DI
+	MOVQ ps_base+8(FP), R8
+	MOVQ ps_len+16(FP), R9
+	MOVQ p+32(FP), CX
+	TESTQ R9, R9
+	JZ    add_packed_done
+
+add_packed_loop:
+	MOVQ (R8), AX
+	MOVL AX, BX
+	SHRQ $32, AX
+	SHLQ $6, AX
+	LEAQ (DI)(AX*1), R11
+	VMOVDQU64    (R11), Z0
+	VXORPD       X1, X1, X1
+	VCVTSI2SDQ   BX, X1, X1
+	VBROADCASTSD X1, Z1
+	BITS(0, Z3)
+	TESTBITS(Z3, K1)
+	CMPQ HALVES(CX), $1
+	JEQ  add_packed_tested
+	BITS(64, Z13)
+	TESTBITS(Z13, K2)
+	KANDB K2, K1, K1
+
+add_packed_tested:
+	KORTESTB K1, K1
+	JCS      add_packed_next
+	MASK(Z8)
+	VPORQ     Z0, Z8, Z8
+	VMOVDQU64 Z8, (R11)
+
+add_packed_next:
+	ADDQ $8, R8
+	DECQ R9
+	JNZ  add_packed_loop
+	VZEROUPPER
+
+add_packed_done:
+	RET
+
 // func cpuid(leaf, sub uint32) (a, b, c, d uint32)
 TEXT ·cpuid(SB), NOSPLIT, $0-24
 	MOVL leaf+0(FP), AX

@@ -21,3 +21,5 @@ func vecAtomicAdd(*block, uint32, *vecProbe) bool { panic("ohbloom: no vector pr
 
 func (l *layout) vecTestWindow([]uint64, []bool) { panic("ohbloom: no vector probe") }
 func (l *layout) vecAddWindow([]uint64)          { panic("ohbloom: no vector probe") }
+
+func vecAddEntries([]block, []uint64, *vecProbe) { panic("ohbloom: no vector probe") }
