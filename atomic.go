@@ -44,11 +44,30 @@ func NewAtomicWithConfig(c Config) (*AtomicFilter, error) {
 	return &AtomicFilter{f.layout}, nil
 }
 
-// Add inserts key.
-func (f *AtomicFilter) Add(key []byte) { f.addHash(xxh3.HashSeed(key, f.seed)) }
+// Add inserts key. A new key costs one atomic OR for each of the block's
+// words that lacks one of its bits, all issued after one read of the
+// whole block: each atomic OR is a full fence on amd64, which holds back
+// every later load, so a read between two of them would wait for the
+// first. Like Filter.Add it spells out the probe choice, to save a call
+// level.
+func (f *AtomicFilter) Add(key []byte) {
+	h := xxh3.HashSeed(key, f.seed)
+	if f.vec != nil {
+		vecAtomicAdd(f.blockOf(h), residue(h), f.vec)
+		return
+	}
+	f.addHash(h)
+}
 
 // AddString inserts key, without converting it to a byte slice.
-func (f *AtomicFilter) AddString(key string) { f.addHash(xxh3.HashStringSeed(key, f.seed)) }
+func (f *AtomicFilter) AddString(key string) {
+	h := xxh3.HashStringSeed(key, f.seed)
+	if f.vec != nil {
+		vecAtomicAdd(f.blockOf(h), residue(h), f.vec)
+		return
+	}
+	f.addHash(h)
+}
 
 // Test reports whether key may be in the filter. Like Filter.Test it
 // spells out the probe choice, to save a call level.
@@ -116,8 +135,10 @@ func (f *AtomicFilter) TestSampledString(key string, salt, mask uint64, sample f
 
 // TestAndAdd adds key and reports whether it may have been present before.
 // When several goroutines add the same new key at once, at least one of them
-// gets false: of the atomic ORs that set the key's first missing bit, exactly
-// one sees it clear.
+// gets false: a goroutine writes only when its read of the block found a
+// bit missing, and then it returns false (the vector probe), or it judges
+// on the values its atomic ORs replaced, of which exactly one per bit saw
+// the bit clear (the generated probes).
 func (f *AtomicFilter) TestAndAdd(key []byte) bool {
 	return f.testAndAddHash(xxh3.HashSeed(key, f.seed))
 }
@@ -149,7 +170,11 @@ func orReportNew(p *uint64, m uint64) bool {
 
 func (f *AtomicFilter) testAndAddHash(h uint64) bool {
 	b, x := f.blockOf(h), residue(h)
-	if f.atomicTestBits(b, x) {
+	if f.vec != nil {
+		// Any goroutine that writes saw a bit missing and returns false.
+		return vecAtomicAdd(b, x, f.vec)
+	}
+	if f.atomicTest(b, x) {
 		return true
 	}
 	m0, m1, m2, m3, m4, m5, m6, m7 := f.mask(x)

@@ -2,6 +2,7 @@ package ohbloom
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -163,5 +164,72 @@ func TestTestSampled(t *testing.T) {
 	// One in 16: 2,500 expected, standard deviation 48.
 	if sampled < 2200 || sampled > 2800 {
 		t.Errorf("%d of 40000 sampled, want about 2500", sampled)
+	}
+}
+
+// TestAtomicAddMatchesAdd holds AtomicFilter's add, vector or generated,
+// to Filter's bit for bit, for every k: on an empty block, on a random one
+// (ORed, not overwritten), and on the key's own bits less one; and its
+// answer (present) to Test's.
+func TestAtomicAddMatchesAdd(t *testing.T) {
+	r := rand.New(rand.NewPCG(9, 10))
+	for k := minK; k <= maxK; k++ {
+		a, err := NewAtomicWithConfig(Config{Blocks: 3, K: k})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for range 3000 {
+			x := r.Uint32()
+			var want block
+			a.add(&want, x)
+			for _, start := range []block{{}, randomBlock(r), oneLess(want, r)} {
+				got, ref := start, start
+				wasPresent := a.test(&start, x)
+				a.add(&ref, x)
+				a.atomicAddBits(&got, x)
+				if got != ref {
+					t.Fatalf("k=%d x=%d: atomic add on %x gives %x, want %x", k, x, start, got, ref)
+				}
+				if hasVector {
+					got = start
+					if present := vecAtomicAdd(&got, x, makeVecProbe(a.parts[:k])); present != wasPresent || got != ref {
+						t.Fatalf("k=%d x=%d: vecAtomicAdd on %x: %x present=%v, want %x %v", k, x, start, got, present, ref, wasPresent)
+					}
+				}
+			}
+		}
+	}
+}
+
+func randomBlock(r *rand.Rand) (b block) {
+	for w := range b {
+		b[w] = r.Uint64() & r.Uint64()
+	}
+	return b
+}
+
+// oneLess returns b with one of its set bits cleared.
+func oneLess(b block, r *rand.Rand) block {
+	w := r.IntN(blockWords)
+	for b[w] == 0 {
+		w = (w + 1) % blockWords
+	}
+	b[w] &= b[w] - 1
+	return b
+}
+
+// TestAtomicAddAllocations: the hot paths of AtomicFilter allocate nothing.
+func TestAtomicAddAllocations(t *testing.T) {
+	a := NewAtomic(1000, 0.01)
+	key := []byte("key")
+	for name, op := range map[string]func(){
+		"Add":        func() { a.Add(key) },
+		"AddString":  func() { a.AddString("key") },
+		"Test":       func() { a.Test(key) },
+		"TestAndAdd": func() { a.TestAndAdd(key) },
+	} {
+		if n := testing.AllocsPerRun(100, op); n != 0 {
+			t.Errorf("%s allocates %v times per call", name, n)
+		}
 	}
 }

@@ -210,6 +210,19 @@ func (l *layout) runHashes(hs []uint64, op op, results []bool) {
 // probeWindow applies op to the keys of hs, whose blocks are (being)
 // fetched, writing results[i] for the tests.
 func (l *layout) probeWindow(op op, hs []uint64, results []bool) {
+	if l.vec != nil {
+		// One assembly call for the step (vecTestHashes): the vector
+		// probe reads each word whole, as an atomic load does, so it
+		// serves AtomicFilter's tests too.
+		switch op {
+		case opAdd:
+			l.vecAddWindow(hs)
+			return
+		case opTest, opAtomicTest:
+			l.vecTestWindow(hs, results)
+			return
+		}
+	}
 	switch op {
 	case opAdd:
 		for _, h := range hs {

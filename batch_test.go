@@ -134,3 +134,39 @@ func TestBatchZeroAllocations(t *testing.T) {
 		}
 	}
 }
+
+// TestBatchEveryK: for every k (the vector probe takes two halves past
+// k = 8), batched adds set the bits single adds set, and batched tests
+// answer as single tests, on a half-full filter.
+func TestBatchEveryK(t *testing.T) {
+	r := rand.New(rand.NewPCG(13, 14))
+	for k := minK; k <= maxK; k++ {
+		cfg := Config{Blocks: 500, K: k}
+		f, _ := NewWithConfig(cfg)
+		ref, _ := NewWithConfig(cfg)
+		hs := make([]uint64, 3000)
+		for i := range hs {
+			hs[i] = r.Uint64()
+		}
+		f.AddHashes(hs[:1500])
+		for _, h := range hs[:1500] {
+			ref.AddHash(h)
+		}
+		if !f.Equal(ref) {
+			t.Fatalf("k=%d: AddHashes sets other bits than AddHash", k)
+		}
+		got := make([]bool, len(hs))
+		for name, g := range map[string]func(){
+			"Filter.TestHashes":       func() { f.TestHashes(hs, got) },
+			"AtomicFilter.TestHashes": func() { f.ToAtomic().TestHashes(hs, got) },
+		} {
+			clear(got)
+			g()
+			for i, h := range hs {
+				if got[i] != ref.TestHash(h) {
+					t.Fatalf("k=%d: %s of hash %d: %v, TestHash %v", k, name, i, got[i], !got[i])
+				}
+			}
+		}
+	}
+}

@@ -39,8 +39,9 @@
 //	atomicTestK(b, x) bool  the same with atomic loads, for AtomicFilter
 //	addK(b, x)              set the bits of x in b (plain read-modify-write)
 //	maskK(x) m0..m7         the bits of x as eight words, in registers
-//	atomicAddK(b, x)        set them with atomic ORs, only where missing
-//	                        (layout.atomicAddBits first tests them all)
+//	atomicAddK(b, x)        set them with atomic ORs, only where missing,
+//	                        after loading every word (layout.atomicAddBits
+//	                        first tests them all)
 //
 // maskK serves the atomic paths, which need all bits of one word together
 // to issue one atomic operation per word. A partition at [off, off+size)
@@ -111,8 +112,13 @@ func main() {
 		// atomicAddK
 		fmt.Fprintf(&out, "func atomicAdd%d(b *block, x uint32) {\n", k)
 		fmt.Fprintf(&out, "\tm0, m1, m2, m3, m4, m5, m6, m7 := mask%d(x)\n", k)
+		// Every word is loaded before the first atomic OR: each OR is a
+		// full fence, and a load after one would wait for it.
 		for w := 0; w < 8; w++ {
-			fmt.Fprintf(&out, "\torMissing(&b[%d], m%d)\n", w, w)
+			fmt.Fprintf(&out, "\tw%d := atomic.LoadUint64(&b[%d])\n", w, w)
+		}
+		for w := 0; w < 8; w++ {
+			fmt.Fprintf(&out, "\tif w%d&m%d != m%d {\n\t\tatomic.OrUint64(&b[%d], m%d)\n\t}\n", w, w, w, w, w)
 		}
 		out.WriteString("}\n\n")
 		tests = append(tests, fmt.Sprintf("%d: test%d", k, k))

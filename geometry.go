@@ -116,7 +116,9 @@ func (l *layout) addBits(b *block, x uint32) {
 // written when they are all set already, and otherwise one atomic OR per
 // word that lacks one of them.
 func (l *layout) atomicAddBits(b *block, x uint32) {
-	if !l.atomicTestBits(b, x) {
+	if l.vec != nil {
+		vecAtomicAdd(b, x, l.vec)
+	} else if !l.atomicTest(b, x) {
 		l.atomicAdd(b, x)
 	}
 }

@@ -2,6 +2,9 @@ package ohbloom
 
 import (
 	"fmt"
+	"math/bits"
+	"math/rand/v2"
+	"runtime"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -153,6 +156,135 @@ func TestHugeFilter(t *testing.T) {
 	for i, k := range keys {
 		if !results[i] || !a.Test(k) {
 			t.Fatalf("key %d not found", i)
+		}
+	}
+}
+
+// TestPrivateBuild runs the private bulk load (AddParallel and AddSeq past
+// the filter's block count) with 2, 3 and 5 owners, so that neighbouring
+// owners share a block, on a filter that already holds keys, while one
+// goroutine adds other keys and another tests keys whose Add returned.
+// Afterwards the filter must hold exactly the bits of a Filter built from
+// all the keys on one goroutine.
+func TestPrivateBuild(t *testing.T) {
+	bulkN := 120_000
+	if testing.Short() {
+		bulkN = 70_000
+	}
+	bulk := make([]string, bulkN)
+	for i := range bulk {
+		bulk[i] = fmt.Sprintf("bulk/%d", i)
+	}
+	// The 20,000-block filter gives each owner more than one bucket of
+	// blocks to sort its entries into; the sized one fewer.
+	for _, c := range []struct {
+		workers int
+		config  Config
+	}{
+		{2, Config{Capacity: uint64(2 * bulkN), FPR: 0.01}},
+		{3, Config{Capacity: uint64(2 * bulkN), FPR: 0.01}},
+		{5, Config{Capacity: uint64(2 * bulkN), FPR: 0.01}},
+		{2, Config{Blocks: 20_000, K: 7}},
+		{3, Config{Blocks: 20_000, K: 7}},
+	} {
+		workers := c.workers
+		t.Run(fmt.Sprintf("workers=%d/blocks=%d", workers, c.config.Blocks), func(t *testing.T) {
+			defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(workers))
+			a, err := NewAtomicWithConfig(c.config)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ref := a.ToFilter()
+			for i := range 1000 { // already there before the load
+				a.AddString(fmt.Sprint("old/", i))
+				ref.AddString(fmt.Sprint("old/", i))
+			}
+			if uint64(bulkN/2) < a.Blocks() || bulkN/2/parallelMin < 2 {
+				t.Fatalf("%d keys do not take the private path of a %d-block filter", bulkN/2, a.Blocks())
+			}
+			var added atomic.Int64
+			var lost atomic.Int64
+			stop := make(chan struct{})
+			var streams sync.WaitGroup
+			streams.Go(func() {
+				for i := 0; ; i++ {
+					select {
+					case <-stop:
+						return
+					default:
+					}
+					a.AddString(fmt.Sprint("stream/", i))
+					added.Store(int64(i + 1))
+				}
+			})
+			streams.Go(func() {
+				for {
+					select {
+					case <-stop:
+						return
+					default:
+					}
+					for i := max(0, int(added.Load())-50); i < int(added.Load()); i++ {
+						if !a.TestString(fmt.Sprint("stream/", i)) {
+							lost.Add(1)
+						}
+					}
+				}
+			})
+			a.AddParallelStrings(bulk[:bulkN/2])
+			n := a.AddSeq(func(yield func([]byte) bool) {
+				buf := make([]byte, 0, 32)
+				for _, k := range bulk[bulkN/2:] {
+					buf = append(buf[:0], k...)
+					if !yield(buf) {
+						return
+					}
+				}
+			})
+			close(stop)
+			streams.Wait()
+			if n != uint64(bulkN-bulkN/2) {
+				t.Fatalf("AddSeq added %d keys, want %d", n, bulkN-bulkN/2)
+			}
+			if l := lost.Load(); l > 0 {
+				t.Fatalf("%d streamed keys not found after their Add", l)
+			}
+			for _, k := range bulk {
+				ref.AddString(k)
+			}
+			for i := range int(added.Load()) {
+				ref.AddString(fmt.Sprint("stream/", i))
+			}
+			if !a.ToFilter().Equal(ref) {
+				t.Fatal("after the private build the filter differs from the sequential one")
+			}
+		})
+	}
+}
+
+// TestBuildOwnersCoverBlocks: the block of every hash lies in the part of
+// the owner ownerOf names, at the edges of the parts and at random, for
+// several block counts and owner counts.
+func TestBuildOwnersCoverBlocks(t *testing.T) {
+	r := rand.New(rand.NewPCG(11, 12))
+	for _, nblocks := range []uint64{1, 2, 3, 7, 1000, 1<<32 - 1} {
+		for _, workers := range []int{1, 2, 3, 5, 64} {
+			hs := []uint64{0, 1, ^uint64(0), ^uint64(0) - 1}
+			for w := range workers {
+				b, _ := bits.Div64(uint64(w), 0, uint64(workers))
+				hs = append(hs, b-1, b, b+1)
+			}
+			for range 1000 {
+				hs = append(hs, r.Uint64())
+			}
+			for _, h := range hs {
+				o := ownerOf(h, workers)
+				first, last := partOf(nblocks, workers, o)
+				if i, _ := bits.Mul64(h, nblocks); i < first || i > last {
+					t.Fatalf("nblocks %d, workers %d: hash %#x (block %d) is owner %d's, whose part is [%d, %d]",
+						nblocks, workers, h, i, o, first, last)
+				}
+			}
 		}
 	}
 }

@@ -16,3 +16,16 @@ func (l *layout) prefetch(hs []uint64) {
 		prefetchBlocks(unsafe.Pointer(&l.blocks[0]), l.nblocks, hs)
 	}
 }
+
+// prefetchPacked starts loading block p>>32 of blocks for each entry p of
+// ps (prefetch_amd64.s).
+//
+//go:noescape
+func prefetchPacked(blocks unsafe.Pointer, ps []uint64)
+
+// prefetchEntries starts the cache misses of the private blocks of ps.
+func prefetchEntries(blocks []block, ps []uint64) {
+	if len(ps) > 0 {
+		prefetchPacked(unsafe.Pointer(&blocks[0]), ps)
+	}
+}

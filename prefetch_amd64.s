@@ -27,3 +27,26 @@ loop:
 
 done:
 	RET
+
+// func prefetchPacked(blocks unsafe.Pointer, ps []uint64)
+//
+// For each packed entry p of a private build (parallel.go), PREFETCHT0
+// block p>>32 of blocks.
+TEXT ·prefetchPacked(SB), NOSPLIT|NOFRAME, $0-32
+	MOVQ blocks+0(FP), DI
+	MOVQ ps_base+8(FP), BX
+	MOVQ ps_len+16(FP), CX
+	TESTQ CX, CX
+	JZ   packed_done
+
+packed_loop:
+	MOVQ (BX), AX
+	SHRQ $32, AX
+	SHLQ $6, AX
+	PREFETCHT0 (DI)(AX*1)
+	ADDQ $8, BX
+	DECQ CX
+	JNZ  packed_loop
+
+packed_done:
+	RET

@@ -60,14 +60,38 @@ func mask2(x uint32) (m0, m1, m2, m3, m4, m5, m6, m7 uint64) {
 
 func atomicAdd2(b *block, x uint32) {
 	m0, m1, m2, m3, m4, m5, m6, m7 := mask2(x)
-	orMissing(&b[0], m0)
-	orMissing(&b[1], m1)
-	orMissing(&b[2], m2)
-	orMissing(&b[3], m3)
-	orMissing(&b[4], m4)
-	orMissing(&b[5], m5)
-	orMissing(&b[6], m6)
-	orMissing(&b[7], m7)
+	w0 := atomic.LoadUint64(&b[0])
+	w1 := atomic.LoadUint64(&b[1])
+	w2 := atomic.LoadUint64(&b[2])
+	w3 := atomic.LoadUint64(&b[3])
+	w4 := atomic.LoadUint64(&b[4])
+	w5 := atomic.LoadUint64(&b[5])
+	w6 := atomic.LoadUint64(&b[6])
+	w7 := atomic.LoadUint64(&b[7])
+	if w0&m0 != m0 {
+		atomic.OrUint64(&b[0], m0)
+	}
+	if w1&m1 != m1 {
+		atomic.OrUint64(&b[1], m1)
+	}
+	if w2&m2 != m2 {
+		atomic.OrUint64(&b[2], m2)
+	}
+	if w3&m3 != m3 {
+		atomic.OrUint64(&b[3], m3)
+	}
+	if w4&m4 != m4 {
+		atomic.OrUint64(&b[4], m4)
+	}
+	if w5&m5 != m5 {
+		atomic.OrUint64(&b[5], m5)
+	}
+	if w6&m6 != m6 {
+		atomic.OrUint64(&b[6], m6)
+	}
+	if w7&m7 != m7 {
+		atomic.OrUint64(&b[7], m7)
+	}
 }
 
 func test3(b *block, x uint32) bool {
@@ -134,14 +158,38 @@ func mask3(x uint32) (m0, m1, m2, m3, m4, m5, m6, m7 uint64) {
 
 func atomicAdd3(b *block, x uint32) {
 	m0, m1, m2, m3, m4, m5, m6, m7 := mask3(x)
-	orMissing(&b[0], m0)
-	orMissing(&b[1], m1)
-	orMissing(&b[2], m2)
-	orMissing(&b[3], m3)
-	orMissing(&b[4], m4)
-	orMissing(&b[5], m5)
-	orMissing(&b[6], m6)
-	orMissing(&b[7], m7)
+	w0 := atomic.LoadUint64(&b[0])
+	w1 := atomic.LoadUint64(&b[1])
+	w2 := atomic.LoadUint64(&b[2])
+	w3 := atomic.LoadUint64(&b[3])
+	w4 := atomic.LoadUint64(&b[4])
+	w5 := atomic.LoadUint64(&b[5])
+	w6 := atomic.LoadUint64(&b[6])
+	w7 := atomic.LoadUint64(&b[7])
+	if w0&m0 != m0 {
+		atomic.OrUint64(&b[0], m0)
+	}
+	if w1&m1 != m1 {
+		atomic.OrUint64(&b[1], m1)
+	}
+	if w2&m2 != m2 {
+		atomic.OrUint64(&b[2], m2)
+	}
+	if w3&m3 != m3 {
+		atomic.OrUint64(&b[3], m3)
+	}
+	if w4&m4 != m4 {
+		atomic.OrUint64(&b[4], m4)
+	}
+	if w5&m5 != m5 {
+		atomic.OrUint64(&b[5], m5)
+	}
+	if w6&m6 != m6 {
+		atomic.OrUint64(&b[6], m6)
+	}
+	if w7&m7 != m7 {
+		atomic.OrUint64(&b[7], m7)
+	}
 }
 
 func test4(b *block, x uint32) bool {
@@ -216,14 +264,38 @@ func mask4(x uint32) (m0, m1, m2, m3, m4, m5, m6, m7 uint64) {
 
 func atomicAdd4(b *block, x uint32) {
 	m0, m1, m2, m3, m4, m5, m6, m7 := mask4(x)
-	orMissing(&b[0], m0)
-	orMissing(&b[1], m1)
-	orMissing(&b[2], m2)
-	orMissing(&b[3], m3)
-	orMissing(&b[4], m4)
-	orMissing(&b[5], m5)
-	orMissing(&b[6], m6)
-	orMissing(&b[7], m7)
+	w0 := atomic.LoadUint64(&b[0])
+	w1 := atomic.LoadUint64(&b[1])
+	w2 := atomic.LoadUint64(&b[2])
+	w3 := atomic.LoadUint64(&b[3])
+	w4 := atomic.LoadUint64(&b[4])
+	w5 := atomic.LoadUint64(&b[5])
+	w6 := atomic.LoadUint64(&b[6])
+	w7 := atomic.LoadUint64(&b[7])
+	if w0&m0 != m0 {
+		atomic.OrUint64(&b[0], m0)
+	}
+	if w1&m1 != m1 {
+		atomic.OrUint64(&b[1], m1)
+	}
+	if w2&m2 != m2 {
+		atomic.OrUint64(&b[2], m2)
+	}
+	if w3&m3 != m3 {
+		atomic.OrUint64(&b[3], m3)
+	}
+	if w4&m4 != m4 {
+		atomic.OrUint64(&b[4], m4)
+	}
+	if w5&m5 != m5 {
+		atomic.OrUint64(&b[5], m5)
+	}
+	if w6&m6 != m6 {
+		atomic.OrUint64(&b[6], m6)
+	}
+	if w7&m7 != m7 {
+		atomic.OrUint64(&b[7], m7)
+	}
 }
 
 func test5(b *block, x uint32) bool {
@@ -306,14 +378,38 @@ func mask5(x uint32) (m0, m1, m2, m3, m4, m5, m6, m7 uint64) {
 
 func atomicAdd5(b *block, x uint32) {
 	m0, m1, m2, m3, m4, m5, m6, m7 := mask5(x)
-	orMissing(&b[0], m0)
-	orMissing(&b[1], m1)
-	orMissing(&b[2], m2)
-	orMissing(&b[3], m3)
-	orMissing(&b[4], m4)
-	orMissing(&b[5], m5)
-	orMissing(&b[6], m6)
-	orMissing(&b[7], m7)
+	w0 := atomic.LoadUint64(&b[0])
+	w1 := atomic.LoadUint64(&b[1])
+	w2 := atomic.LoadUint64(&b[2])
+	w3 := atomic.LoadUint64(&b[3])
+	w4 := atomic.LoadUint64(&b[4])
+	w5 := atomic.LoadUint64(&b[5])
+	w6 := atomic.LoadUint64(&b[6])
+	w7 := atomic.LoadUint64(&b[7])
+	if w0&m0 != m0 {
+		atomic.OrUint64(&b[0], m0)
+	}
+	if w1&m1 != m1 {
+		atomic.OrUint64(&b[1], m1)
+	}
+	if w2&m2 != m2 {
+		atomic.OrUint64(&b[2], m2)
+	}
+	if w3&m3 != m3 {
+		atomic.OrUint64(&b[3], m3)
+	}
+	if w4&m4 != m4 {
+		atomic.OrUint64(&b[4], m4)
+	}
+	if w5&m5 != m5 {
+		atomic.OrUint64(&b[5], m5)
+	}
+	if w6&m6 != m6 {
+		atomic.OrUint64(&b[6], m6)
+	}
+	if w7&m7 != m7 {
+		atomic.OrUint64(&b[7], m7)
+	}
 }
 
 func test6(b *block, x uint32) bool {
@@ -404,14 +500,38 @@ func mask6(x uint32) (m0, m1, m2, m3, m4, m5, m6, m7 uint64) {
 
 func atomicAdd6(b *block, x uint32) {
 	m0, m1, m2, m3, m4, m5, m6, m7 := mask6(x)
-	orMissing(&b[0], m0)
-	orMissing(&b[1], m1)
-	orMissing(&b[2], m2)
-	orMissing(&b[3], m3)
-	orMissing(&b[4], m4)
-	orMissing(&b[5], m5)
-	orMissing(&b[6], m6)
-	orMissing(&b[7], m7)
+	w0 := atomic.LoadUint64(&b[0])
+	w1 := atomic.LoadUint64(&b[1])
+	w2 := atomic.LoadUint64(&b[2])
+	w3 := atomic.LoadUint64(&b[3])
+	w4 := atomic.LoadUint64(&b[4])
+	w5 := atomic.LoadUint64(&b[5])
+	w6 := atomic.LoadUint64(&b[6])
+	w7 := atomic.LoadUint64(&b[7])
+	if w0&m0 != m0 {
+		atomic.OrUint64(&b[0], m0)
+	}
+	if w1&m1 != m1 {
+		atomic.OrUint64(&b[1], m1)
+	}
+	if w2&m2 != m2 {
+		atomic.OrUint64(&b[2], m2)
+	}
+	if w3&m3 != m3 {
+		atomic.OrUint64(&b[3], m3)
+	}
+	if w4&m4 != m4 {
+		atomic.OrUint64(&b[4], m4)
+	}
+	if w5&m5 != m5 {
+		atomic.OrUint64(&b[5], m5)
+	}
+	if w6&m6 != m6 {
+		atomic.OrUint64(&b[6], m6)
+	}
+	if w7&m7 != m7 {
+		atomic.OrUint64(&b[7], m7)
+	}
 }
 
 func test7(b *block, x uint32) bool {
@@ -510,14 +630,38 @@ func mask7(x uint32) (m0, m1, m2, m3, m4, m5, m6, m7 uint64) {
 
 func atomicAdd7(b *block, x uint32) {
 	m0, m1, m2, m3, m4, m5, m6, m7 := mask7(x)
-	orMissing(&b[0], m0)
-	orMissing(&b[1], m1)
-	orMissing(&b[2], m2)
-	orMissing(&b[3], m3)
-	orMissing(&b[4], m4)
-	orMissing(&b[5], m5)
-	orMissing(&b[6], m6)
-	orMissing(&b[7], m7)
+	w0 := atomic.LoadUint64(&b[0])
+	w1 := atomic.LoadUint64(&b[1])
+	w2 := atomic.LoadUint64(&b[2])
+	w3 := atomic.LoadUint64(&b[3])
+	w4 := atomic.LoadUint64(&b[4])
+	w5 := atomic.LoadUint64(&b[5])
+	w6 := atomic.LoadUint64(&b[6])
+	w7 := atomic.LoadUint64(&b[7])
+	if w0&m0 != m0 {
+		atomic.OrUint64(&b[0], m0)
+	}
+	if w1&m1 != m1 {
+		atomic.OrUint64(&b[1], m1)
+	}
+	if w2&m2 != m2 {
+		atomic.OrUint64(&b[2], m2)
+	}
+	if w3&m3 != m3 {
+		atomic.OrUint64(&b[3], m3)
+	}
+	if w4&m4 != m4 {
+		atomic.OrUint64(&b[4], m4)
+	}
+	if w5&m5 != m5 {
+		atomic.OrUint64(&b[5], m5)
+	}
+	if w6&m6 != m6 {
+		atomic.OrUint64(&b[6], m6)
+	}
+	if w7&m7 != m7 {
+		atomic.OrUint64(&b[7], m7)
+	}
 }
 
 func test8(b *block, x uint32) bool {
@@ -624,14 +768,38 @@ func mask8(x uint32) (m0, m1, m2, m3, m4, m5, m6, m7 uint64) {
 
 func atomicAdd8(b *block, x uint32) {
 	m0, m1, m2, m3, m4, m5, m6, m7 := mask8(x)
-	orMissing(&b[0], m0)
-	orMissing(&b[1], m1)
-	orMissing(&b[2], m2)
-	orMissing(&b[3], m3)
-	orMissing(&b[4], m4)
-	orMissing(&b[5], m5)
-	orMissing(&b[6], m6)
-	orMissing(&b[7], m7)
+	w0 := atomic.LoadUint64(&b[0])
+	w1 := atomic.LoadUint64(&b[1])
+	w2 := atomic.LoadUint64(&b[2])
+	w3 := atomic.LoadUint64(&b[3])
+	w4 := atomic.LoadUint64(&b[4])
+	w5 := atomic.LoadUint64(&b[5])
+	w6 := atomic.LoadUint64(&b[6])
+	w7 := atomic.LoadUint64(&b[7])
+	if w0&m0 != m0 {
+		atomic.OrUint64(&b[0], m0)
+	}
+	if w1&m1 != m1 {
+		atomic.OrUint64(&b[1], m1)
+	}
+	if w2&m2 != m2 {
+		atomic.OrUint64(&b[2], m2)
+	}
+	if w3&m3 != m3 {
+		atomic.OrUint64(&b[3], m3)
+	}
+	if w4&m4 != m4 {
+		atomic.OrUint64(&b[4], m4)
+	}
+	if w5&m5 != m5 {
+		atomic.OrUint64(&b[5], m5)
+	}
+	if w6&m6 != m6 {
+		atomic.OrUint64(&b[6], m6)
+	}
+	if w7&m7 != m7 {
+		atomic.OrUint64(&b[7], m7)
+	}
 }
 
 func test9(b *block, x uint32) bool {
@@ -745,14 +913,38 @@ func mask9(x uint32) (m0, m1, m2, m3, m4, m5, m6, m7 uint64) {
 
 func atomicAdd9(b *block, x uint32) {
 	m0, m1, m2, m3, m4, m5, m6, m7 := mask9(x)
-	orMissing(&b[0], m0)
-	orMissing(&b[1], m1)
-	orMissing(&b[2], m2)
-	orMissing(&b[3], m3)
-	orMissing(&b[4], m4)
-	orMissing(&b[5], m5)
-	orMissing(&b[6], m6)
-	orMissing(&b[7], m7)
+	w0 := atomic.LoadUint64(&b[0])
+	w1 := atomic.LoadUint64(&b[1])
+	w2 := atomic.LoadUint64(&b[2])
+	w3 := atomic.LoadUint64(&b[3])
+	w4 := atomic.LoadUint64(&b[4])
+	w5 := atomic.LoadUint64(&b[5])
+	w6 := atomic.LoadUint64(&b[6])
+	w7 := atomic.LoadUint64(&b[7])
+	if w0&m0 != m0 {
+		atomic.OrUint64(&b[0], m0)
+	}
+	if w1&m1 != m1 {
+		atomic.OrUint64(&b[1], m1)
+	}
+	if w2&m2 != m2 {
+		atomic.OrUint64(&b[2], m2)
+	}
+	if w3&m3 != m3 {
+		atomic.OrUint64(&b[3], m3)
+	}
+	if w4&m4 != m4 {
+		atomic.OrUint64(&b[4], m4)
+	}
+	if w5&m5 != m5 {
+		atomic.OrUint64(&b[5], m5)
+	}
+	if w6&m6 != m6 {
+		atomic.OrUint64(&b[6], m6)
+	}
+	if w7&m7 != m7 {
+		atomic.OrUint64(&b[7], m7)
+	}
 }
 
 func test10(b *block, x uint32) bool {
@@ -875,14 +1067,38 @@ func mask10(x uint32) (m0, m1, m2, m3, m4, m5, m6, m7 uint64) {
 
 func atomicAdd10(b *block, x uint32) {
 	m0, m1, m2, m3, m4, m5, m6, m7 := mask10(x)
-	orMissing(&b[0], m0)
-	orMissing(&b[1], m1)
-	orMissing(&b[2], m2)
-	orMissing(&b[3], m3)
-	orMissing(&b[4], m4)
-	orMissing(&b[5], m5)
-	orMissing(&b[6], m6)
-	orMissing(&b[7], m7)
+	w0 := atomic.LoadUint64(&b[0])
+	w1 := atomic.LoadUint64(&b[1])
+	w2 := atomic.LoadUint64(&b[2])
+	w3 := atomic.LoadUint64(&b[3])
+	w4 := atomic.LoadUint64(&b[4])
+	w5 := atomic.LoadUint64(&b[5])
+	w6 := atomic.LoadUint64(&b[6])
+	w7 := atomic.LoadUint64(&b[7])
+	if w0&m0 != m0 {
+		atomic.OrUint64(&b[0], m0)
+	}
+	if w1&m1 != m1 {
+		atomic.OrUint64(&b[1], m1)
+	}
+	if w2&m2 != m2 {
+		atomic.OrUint64(&b[2], m2)
+	}
+	if w3&m3 != m3 {
+		atomic.OrUint64(&b[3], m3)
+	}
+	if w4&m4 != m4 {
+		atomic.OrUint64(&b[4], m4)
+	}
+	if w5&m5 != m5 {
+		atomic.OrUint64(&b[5], m5)
+	}
+	if w6&m6 != m6 {
+		atomic.OrUint64(&b[6], m6)
+	}
+	if w7&m7 != m7 {
+		atomic.OrUint64(&b[7], m7)
+	}
 }
 
 func test11(b *block, x uint32) bool {
@@ -1013,14 +1229,38 @@ func mask11(x uint32) (m0, m1, m2, m3, m4, m5, m6, m7 uint64) {
 
 func atomicAdd11(b *block, x uint32) {
 	m0, m1, m2, m3, m4, m5, m6, m7 := mask11(x)
-	orMissing(&b[0], m0)
-	orMissing(&b[1], m1)
-	orMissing(&b[2], m2)
-	orMissing(&b[3], m3)
-	orMissing(&b[4], m4)
-	orMissing(&b[5], m5)
-	orMissing(&b[6], m6)
-	orMissing(&b[7], m7)
+	w0 := atomic.LoadUint64(&b[0])
+	w1 := atomic.LoadUint64(&b[1])
+	w2 := atomic.LoadUint64(&b[2])
+	w3 := atomic.LoadUint64(&b[3])
+	w4 := atomic.LoadUint64(&b[4])
+	w5 := atomic.LoadUint64(&b[5])
+	w6 := atomic.LoadUint64(&b[6])
+	w7 := atomic.LoadUint64(&b[7])
+	if w0&m0 != m0 {
+		atomic.OrUint64(&b[0], m0)
+	}
+	if w1&m1 != m1 {
+		atomic.OrUint64(&b[1], m1)
+	}
+	if w2&m2 != m2 {
+		atomic.OrUint64(&b[2], m2)
+	}
+	if w3&m3 != m3 {
+		atomic.OrUint64(&b[3], m3)
+	}
+	if w4&m4 != m4 {
+		atomic.OrUint64(&b[4], m4)
+	}
+	if w5&m5 != m5 {
+		atomic.OrUint64(&b[5], m5)
+	}
+	if w6&m6 != m6 {
+		atomic.OrUint64(&b[6], m6)
+	}
+	if w7&m7 != m7 {
+		atomic.OrUint64(&b[7], m7)
+	}
 }
 
 func test12(b *block, x uint32) bool {
@@ -1159,14 +1399,38 @@ func mask12(x uint32) (m0, m1, m2, m3, m4, m5, m6, m7 uint64) {
 
 func atomicAdd12(b *block, x uint32) {
 	m0, m1, m2, m3, m4, m5, m6, m7 := mask12(x)
-	orMissing(&b[0], m0)
-	orMissing(&b[1], m1)
-	orMissing(&b[2], m2)
-	orMissing(&b[3], m3)
-	orMissing(&b[4], m4)
-	orMissing(&b[5], m5)
-	orMissing(&b[6], m6)
-	orMissing(&b[7], m7)
+	w0 := atomic.LoadUint64(&b[0])
+	w1 := atomic.LoadUint64(&b[1])
+	w2 := atomic.LoadUint64(&b[2])
+	w3 := atomic.LoadUint64(&b[3])
+	w4 := atomic.LoadUint64(&b[4])
+	w5 := atomic.LoadUint64(&b[5])
+	w6 := atomic.LoadUint64(&b[6])
+	w7 := atomic.LoadUint64(&b[7])
+	if w0&m0 != m0 {
+		atomic.OrUint64(&b[0], m0)
+	}
+	if w1&m1 != m1 {
+		atomic.OrUint64(&b[1], m1)
+	}
+	if w2&m2 != m2 {
+		atomic.OrUint64(&b[2], m2)
+	}
+	if w3&m3 != m3 {
+		atomic.OrUint64(&b[3], m3)
+	}
+	if w4&m4 != m4 {
+		atomic.OrUint64(&b[4], m4)
+	}
+	if w5&m5 != m5 {
+		atomic.OrUint64(&b[5], m5)
+	}
+	if w6&m6 != m6 {
+		atomic.OrUint64(&b[6], m6)
+	}
+	if w7&m7 != m7 {
+		atomic.OrUint64(&b[7], m7)
+	}
 }
 
 func test13(b *block, x uint32) bool {
@@ -1313,14 +1577,38 @@ func mask13(x uint32) (m0, m1, m2, m3, m4, m5, m6, m7 uint64) {
 
 func atomicAdd13(b *block, x uint32) {
 	m0, m1, m2, m3, m4, m5, m6, m7 := mask13(x)
-	orMissing(&b[0], m0)
-	orMissing(&b[1], m1)
-	orMissing(&b[2], m2)
-	orMissing(&b[3], m3)
-	orMissing(&b[4], m4)
-	orMissing(&b[5], m5)
-	orMissing(&b[6], m6)
-	orMissing(&b[7], m7)
+	w0 := atomic.LoadUint64(&b[0])
+	w1 := atomic.LoadUint64(&b[1])
+	w2 := atomic.LoadUint64(&b[2])
+	w3 := atomic.LoadUint64(&b[3])
+	w4 := atomic.LoadUint64(&b[4])
+	w5 := atomic.LoadUint64(&b[5])
+	w6 := atomic.LoadUint64(&b[6])
+	w7 := atomic.LoadUint64(&b[7])
+	if w0&m0 != m0 {
+		atomic.OrUint64(&b[0], m0)
+	}
+	if w1&m1 != m1 {
+		atomic.OrUint64(&b[1], m1)
+	}
+	if w2&m2 != m2 {
+		atomic.OrUint64(&b[2], m2)
+	}
+	if w3&m3 != m3 {
+		atomic.OrUint64(&b[3], m3)
+	}
+	if w4&m4 != m4 {
+		atomic.OrUint64(&b[4], m4)
+	}
+	if w5&m5 != m5 {
+		atomic.OrUint64(&b[5], m5)
+	}
+	if w6&m6 != m6 {
+		atomic.OrUint64(&b[6], m6)
+	}
+	if w7&m7 != m7 {
+		atomic.OrUint64(&b[7], m7)
+	}
 }
 
 func test14(b *block, x uint32) bool {
@@ -1475,14 +1763,38 @@ func mask14(x uint32) (m0, m1, m2, m3, m4, m5, m6, m7 uint64) {
 
 func atomicAdd14(b *block, x uint32) {
 	m0, m1, m2, m3, m4, m5, m6, m7 := mask14(x)
-	orMissing(&b[0], m0)
-	orMissing(&b[1], m1)
-	orMissing(&b[2], m2)
-	orMissing(&b[3], m3)
-	orMissing(&b[4], m4)
-	orMissing(&b[5], m5)
-	orMissing(&b[6], m6)
-	orMissing(&b[7], m7)
+	w0 := atomic.LoadUint64(&b[0])
+	w1 := atomic.LoadUint64(&b[1])
+	w2 := atomic.LoadUint64(&b[2])
+	w3 := atomic.LoadUint64(&b[3])
+	w4 := atomic.LoadUint64(&b[4])
+	w5 := atomic.LoadUint64(&b[5])
+	w6 := atomic.LoadUint64(&b[6])
+	w7 := atomic.LoadUint64(&b[7])
+	if w0&m0 != m0 {
+		atomic.OrUint64(&b[0], m0)
+	}
+	if w1&m1 != m1 {
+		atomic.OrUint64(&b[1], m1)
+	}
+	if w2&m2 != m2 {
+		atomic.OrUint64(&b[2], m2)
+	}
+	if w3&m3 != m3 {
+		atomic.OrUint64(&b[3], m3)
+	}
+	if w4&m4 != m4 {
+		atomic.OrUint64(&b[4], m4)
+	}
+	if w5&m5 != m5 {
+		atomic.OrUint64(&b[5], m5)
+	}
+	if w6&m6 != m6 {
+		atomic.OrUint64(&b[6], m6)
+	}
+	if w7&m7 != m7 {
+		atomic.OrUint64(&b[7], m7)
+	}
 }
 
 func test15(b *block, x uint32) bool {
@@ -1645,14 +1957,38 @@ func mask15(x uint32) (m0, m1, m2, m3, m4, m5, m6, m7 uint64) {
 
 func atomicAdd15(b *block, x uint32) {
 	m0, m1, m2, m3, m4, m5, m6, m7 := mask15(x)
-	orMissing(&b[0], m0)
-	orMissing(&b[1], m1)
-	orMissing(&b[2], m2)
-	orMissing(&b[3], m3)
-	orMissing(&b[4], m4)
-	orMissing(&b[5], m5)
-	orMissing(&b[6], m6)
-	orMissing(&b[7], m7)
+	w0 := atomic.LoadUint64(&b[0])
+	w1 := atomic.LoadUint64(&b[1])
+	w2 := atomic.LoadUint64(&b[2])
+	w3 := atomic.LoadUint64(&b[3])
+	w4 := atomic.LoadUint64(&b[4])
+	w5 := atomic.LoadUint64(&b[5])
+	w6 := atomic.LoadUint64(&b[6])
+	w7 := atomic.LoadUint64(&b[7])
+	if w0&m0 != m0 {
+		atomic.OrUint64(&b[0], m0)
+	}
+	if w1&m1 != m1 {
+		atomic.OrUint64(&b[1], m1)
+	}
+	if w2&m2 != m2 {
+		atomic.OrUint64(&b[2], m2)
+	}
+	if w3&m3 != m3 {
+		atomic.OrUint64(&b[3], m3)
+	}
+	if w4&m4 != m4 {
+		atomic.OrUint64(&b[4], m4)
+	}
+	if w5&m5 != m5 {
+		atomic.OrUint64(&b[5], m5)
+	}
+	if w6&m6 != m6 {
+		atomic.OrUint64(&b[6], m6)
+	}
+	if w7&m7 != m7 {
+		atomic.OrUint64(&b[7], m7)
+	}
 }
 
 func test16(b *block, x uint32) bool {
@@ -1823,14 +2159,38 @@ func mask16(x uint32) (m0, m1, m2, m3, m4, m5, m6, m7 uint64) {
 
 func atomicAdd16(b *block, x uint32) {
 	m0, m1, m2, m3, m4, m5, m6, m7 := mask16(x)
-	orMissing(&b[0], m0)
-	orMissing(&b[1], m1)
-	orMissing(&b[2], m2)
-	orMissing(&b[3], m3)
-	orMissing(&b[4], m4)
-	orMissing(&b[5], m5)
-	orMissing(&b[6], m6)
-	orMissing(&b[7], m7)
+	w0 := atomic.LoadUint64(&b[0])
+	w1 := atomic.LoadUint64(&b[1])
+	w2 := atomic.LoadUint64(&b[2])
+	w3 := atomic.LoadUint64(&b[3])
+	w4 := atomic.LoadUint64(&b[4])
+	w5 := atomic.LoadUint64(&b[5])
+	w6 := atomic.LoadUint64(&b[6])
+	w7 := atomic.LoadUint64(&b[7])
+	if w0&m0 != m0 {
+		atomic.OrUint64(&b[0], m0)
+	}
+	if w1&m1 != m1 {
+		atomic.OrUint64(&b[1], m1)
+	}
+	if w2&m2 != m2 {
+		atomic.OrUint64(&b[2], m2)
+	}
+	if w3&m3 != m3 {
+		atomic.OrUint64(&b[3], m3)
+	}
+	if w4&m4 != m4 {
+		atomic.OrUint64(&b[4], m4)
+	}
+	if w5&m5 != m5 {
+		atomic.OrUint64(&b[5], m5)
+	}
+	if w6&m6 != m6 {
+		atomic.OrUint64(&b[6], m6)
+	}
+	if w7&m7 != m7 {
+		atomic.OrUint64(&b[7], m7)
+	}
 }
 
 var testFuncs = [maxK + 1]func(*block, uint32) bool{2: test2, 3: test3, 4: test4, 5: test5, 6: test6, 7: test7, 8: test8, 9: test9, 10: test10, 11: test11, 12: test12, 13: test13, 14: test14, 15: test15, 16: test16}

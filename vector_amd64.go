@@ -5,6 +5,7 @@ package ohbloom
 import (
 	"math"
 	"os"
+	"unsafe"
 )
 
 // The vector probe computes all k bit positions of a key at once in the
@@ -49,6 +50,50 @@ func vecTest(b *block, x uint32, p *vecProbe) bool
 //
 //go:noescape
 func vecAdd(b *block, x uint32, p *vecProbe) (present bool)
+
+// vecAtomicAdd is vecAdd for AtomicFilter: one atomic OR for each word
+// that lacks a bit of x, none when x is present (vector_amd64.s).
+//
+//go:noescape
+func vecAtomicAdd(b *block, x uint32, p *vecProbe) (present bool)
+
+// vecTestHashes and vecAddHashes are vecTest and vecAdd over a window of
+// hashes, their blocks found as layout.blockOf finds them
+// (vector_amd64.s). results must be at least as long as hs.
+//
+//go:noescape
+func vecTestHashes(blocks unsafe.Pointer, nblocks uint64, hs []uint64, results []bool, p *vecProbe)
+
+//go:noescape
+func vecAddHashes(blocks unsafe.Pointer, nblocks uint64, hs []uint64, p *vecProbe)
+
+// vecAddPacked is vecAddHashes for the packed entries of a private build
+// (parallel.go): block e>>32 of blocks, residue uint32(e).
+//
+//go:noescape
+func vecAddPacked(blocks unsafe.Pointer, ps []uint64, p *vecProbe)
+
+// vecAddEntries adds the packed entries ps to blocks.
+func vecAddEntries(blocks []block, ps []uint64, p *vecProbe) {
+	if len(ps) > 0 {
+		vecAddPacked(unsafe.Pointer(&blocks[0]), ps, p)
+	}
+}
+
+// vecTestWindow tests the keys of hs with the vector probe, answers in
+// results[i]; vecAddWindow adds them.
+func (l *layout) vecTestWindow(hs []uint64, results []bool) {
+	if len(hs) > 0 {
+		_ = results[len(hs)-1]
+		vecTestHashes(unsafe.Pointer(&l.blocks[0]), l.nblocks, hs, results, l.vec)
+	}
+}
+
+func (l *layout) vecAddWindow(hs []uint64) {
+	if len(hs) > 0 {
+		vecAddHashes(unsafe.Pointer(&l.blocks[0]), l.nblocks, hs, l.vec)
+	}
+}
 
 func cpuid(leaf, sub uint32) (a, b, c, d uint32)
 func xgetbv() (a, d uint32)

@@ -32,6 +32,29 @@
 	VPSRLVQ      Z6, Z5, Z5                 \
 	VPTESTMQ.BCST ·one(SB), Z5, k
 
+// MASK builds in dst the key's 512-bit mask from its bit positions in Z3
+// (lanes 0-7) and Z13 (lanes 8-15): word w of the mask gathers the
+// partitions that reach into word w. For each of the table's candidate
+// rounds, VPERMI2Q picks for every word w one candidate lane's bit, and
+// shifting 1 by bit-64w sets it there, while VPSLLVQ gives 0 for a
+// candidate whose bit lies in another word (a shift below 0, huge when
+// unsigned, or of 64 and up). Uses DX, SI, Z10-Z12.
+#define MASK(dst) \
+	VMOVDQU64    ·wordStarts(SB), Z10 \
+	VPBROADCASTQ ·one(SB), Z11        \
+	VPXORQ       dst, dst, dst        \
+	MOVQ         ROUNDS(CX), DX       \
+	LEAQ         CANDIDATES(CX), SI   \
+	mask_round:                       \
+	VMOVDQU64 (SI), Z12               \
+	VPERMI2Q  Z13, Z3, Z12            \
+	VPADDQ    Z10, Z12, Z12           \
+	VPSLLVQ   Z12, Z11, Z12           \
+	VPORQ     Z12, dst, dst           \
+	ADDQ      $64, SI                 \
+	DECQ      DX                      \
+	JNZ       mask_round
+
 // func vecTest(b *block, x uint32, p *vecProbe) bool
 TEXT ·vecTest(SB), NOSPLIT|NOFRAME, $0-25
 	MOVQ b+0(FP), AX
@@ -60,17 +83,12 @@ test_done:
 // func vecAdd(b *block, x uint32, p *vecProbe) (present bool)
 //
 // Tests the key first, as vecTest does, and returns true when its bits are
-// all set (TestAndAdd's answer): re-adding a key then costs what a Test does, writes nothing, and
-// dirties no cache line, as AtomicFilter skips its atomic ORs. The branch
+// all set (TestAndAdd's answer): re-adding a key then costs what a Test
+// does, writes nothing, and dirties no cache line. The branch
 // predicts well when most adds are new, or most are not.
 //
-// Otherwise it builds the key's 512-bit mask in Z8 and ORs it into the
-// block. Word w of the mask gathers the partitions that reach into word w:
-// for each of the table's candidate rounds, VPERMI2Q picks for every word w
-// one candidate lane's bit (from Z3, lanes 0-7, and Z13, lanes 8-15), and
-// shifting 1 by bit-64w sets it there, while VPSLLVQ gives 0 for a
-// candidate whose bit lies in another word (a shift below 0, huge when
-// unsigned, or of 64 and up).
+// Otherwise it builds the key's mask (MASK) and ORs it into the block
+// with one 64-byte read-modify-write.
 TEXT ·vecAdd(SB), NOSPLIT|NOFRAME, $0-25
 	MOVQ b+0(FP), AX
 	MOVL x+8(FP), BX
@@ -90,28 +108,200 @@ add_tested:
 	KORTESTB K1, K1
 	SETCS    present+24(FP)
 	JCS      add_done // all set already
-
-	VMOVDQU64    ·wordStarts(SB), Z10
-	VPBROADCASTQ ·one(SB), Z11
-	VPXORQ       Z8, Z8, Z8
-	MOVQ         ROUNDS(CX), DX
-	LEAQ         CANDIDATES(CX), SI
-
-add_round:
-	VMOVDQU64 (SI), Z12
-	VPERMI2Q  Z13, Z3, Z12 // Z12[w] = bit of candidate lane Z12[w]
-	VPADDQ    Z10, Z12, Z12
-	VPSLLVQ   Z12, Z11, Z12
-	VPORQ     Z12, Z8, Z8
-	ADDQ      $64, SI
-	DECQ      DX
-	JNZ       add_round
-
+	MASK(Z8)
 	VPORQ     Z0, Z8, Z8
 	VMOVDQU64 Z8, (AX)
 
 add_done:
 	VZEROUPPER
+	RET
+
+// func vecAtomicAdd(b *block, x uint32, p *vecProbe) (present bool)
+//
+// vecAdd for AtomicFilter: it tests first, and writes nothing when the
+// key's bits are all set; otherwise it sets them with one LOCK OR for
+// each word that lacks one of its bits, and none for the others. Each
+// locked operation is a full fence, which stops the cache misses of the
+// instructions after it from starting early, so the fewer the better.
+// Every word is read whole by the vector load (8-byte aligned loads are
+// atomic on amd64) and only ever ORed, so a racing Add loses nothing.
+//
+// present is vecAdd's: of goroutines racing to add one new key, any that
+// writes saw a bit missing and reports false, so at least one does unless
+// other keys had set all its bits (TestAndAdd's contract).
+TEXT ·vecAtomicAdd(SB), NOSPLIT, $64-25
+	MOVQ b+0(FP), AX
+	MOVL x+8(FP), BX
+	MOVQ p+16(FP), CX
+	VMOVDQU64    (AX), Z0
+	VCVTSI2SDQ   BX, X1, X1
+	VBROADCASTSD X1, Z1
+	BITS(0, Z3)
+	TESTBITS(Z3, K1)
+	CMPQ HALVES(CX), $1
+	JEQ  atomic_tested
+	BITS(64, Z13)
+	TESTBITS(Z13, K2)
+	KANDB K2, K1, K1
+
+atomic_tested:
+	KORTESTB K1, K1
+	SETCS    present+24(FP)
+	JCS      atomic_done
+	MASK(Z8)
+	// DX = the words where the mask has a bit the block lacks.
+	VPANDNQ   Z8, Z0, Z9
+	VPTESTMQ  Z9, Z9, K3
+	KMOVB     K3, DX
+	VMOVDQU64 Z8, (SP)
+
+atomic_word:
+	BSFQ DX, R8
+	MOVQ (SP)(R8*8), R9
+	LOCK
+	ORQ  R9, (AX)(R8*8)
+	BLSRQ DX, DX
+	JNZ  atomic_word
+
+atomic_done:
+	VZEROUPPER
+	RET
+
+// func vecTestHashes(blocks unsafe.Pointer, nblocks uint64, hs []uint64, results []bool, p *vecProbe)
+//
+// vecTest of every hash of hs, its block found by fastrange as
+// layout.blockOf does, the answers written to results: the batched
+// calls' probe, with no call, no VZEROUPPER and no Go loop per key.
+// results is at least as long as hs.
+TEXT ·vecTestHashes(SB), NOSPLIT|NOFRAME, $0-72
+	MOVQ blocks+0(FP), DI
+	MOVQ nblocks+8(FP), R12
+	MOVQ hs_base+16(FP), R8
+	MOVQ hs_len+24(FP), R9
+	MOVQ results_base+40(FP), R10
+	MOVQ p+64(FP), CX
+	TESTQ R9, R9
+	JZ    test_hashes_done
+
+test_hashes_loop:
+	MOVQ (R8), AX
+	MOVL AX, BX // the residue, zero-extended
+	MULQ R12    // DX = the block
+	SHLQ $6, DX
+	VMOVDQU64    (DI)(DX*1), Z0
+	VXORPD       X1, X1, X1 // no dependency on the last key's X1
+	VCVTSI2SDQ   BX, X1, X1
+	VBROADCASTSD X1, Z1
+	BITS(0, Z3)
+	TESTBITS(Z3, K1)
+	CMPQ HALVES(CX), $1
+	JEQ  test_hashes_tested
+	BITS(64, Z13)
+	TESTBITS(Z13, K2)
+	KANDB K2, K1, K1
+
+test_hashes_tested:
+	KORTESTB K1, K1
+	SETCS    (R10)
+	ADDQ     $8, R8
+	INCQ     R10
+	DECQ     R9
+	JNZ      test_hashes_loop
+	VZEROUPPER
+
+test_hashes_done:
+	RET
+
+// func vecAddHashes(blocks unsafe.Pointer, nblocks uint64, hs []uint64, p *vecProbe)
+//
+// vecAdd of every hash of hs, as vecTestHashes does vecTest.
+TEXT ·vecAddHashes(SB), NOSPLIT|NOFRAME, $0-48
+	MOVQ blocks+0(FP), DI
+	MOVQ nblocks+8(FP), R12
+	MOVQ hs_base+16(FP), R8
+	MOVQ hs_len+24(FP), R9
+	MOVQ p+40(FP), CX
+	TESTQ R9, R9
+	JZ    add_hashes_done
+
+add_hashes_loop:
+	MOVQ (R8), AX
+	MOVL AX, BX
+	MULQ R12
+	SHLQ $6, DX
+	LEAQ (DI)(DX*1), R11 // the block; MASK takes DX
+	VMOVDQU64    (R11), Z0
+	VXORPD       X1, X1, X1
+	VCVTSI2SDQ   BX, X1, X1
+	VBROADCASTSD X1, Z1
+	BITS(0, Z3)
+	TESTBITS(Z3, K1)
+	CMPQ HALVES(CX), $1
+	JEQ  add_hashes_tested
+	BITS(64, Z13)
+	TESTBITS(Z13, K2)
+	KANDB K2, K1, K1
+
+add_hashes_tested:
+	KORTESTB K1, K1
+	JCS      add_hashes_next // all set already
+	MASK(Z8)
+	VPORQ     Z0, Z8, Z8
+	VMOVDQU64 Z8, (R11)
+
+add_hashes_next:
+	ADDQ $8, R8
+	DECQ R9
+	JNZ  add_hashes_loop
+	VZEROUPPER
+
+add_hashes_done:
+	RET
+
+// func vecAddPacked(blocks unsafe.Pointer, ps []uint64, p *vecProbe)
+//
+// vecAdd of every packed entry of a private build (parallel.go): block
+// e>>32 of blocks, residue uint32(e).
+TEXT ·vecAddPacked(SB), NOSPLIT|NOFRAME, $0-40
+	MOVQ blocks+0(FP), DI
+	MOVQ ps_base+8(FP), R8
+	MOVQ ps_len+16(FP), R9
+	MOVQ p+32(FP), CX
+	TESTQ R9, R9
+	JZ    add_packed_done
+
+add_packed_loop:
+	MOVQ (R8), AX
+	MOVL AX, BX
+	SHRQ $32, AX
+	SHLQ $6, AX
+	LEAQ (DI)(AX*1), R11
+	VMOVDQU64    (R11), Z0
+	VXORPD       X1, X1, X1
+	VCVTSI2SDQ   BX, X1, X1
+	VBROADCASTSD X1, Z1
+	BITS(0, Z3)
+	TESTBITS(Z3, K1)
+	CMPQ HALVES(CX), $1
+	JEQ  add_packed_tested
+	BITS(64, Z13)
+	TESTBITS(Z13, K2)
+	KANDB K2, K1, K1
+
+add_packed_tested:
+	KORTESTB K1, K1
+	JCS      add_packed_next
+	MASK(Z8)
+	VPORQ     Z0, Z8, Z8
+	VMOVDQU64 Z8, (R11)
+
+add_packed_next:
+	ADDQ $8, R8
+	DECQ R9
+	JNZ  add_packed_loop
+	VZEROUPPER
+
+add_packed_done:
 	RET
 
 // func cpuid(leaf, sub uint32) (a, b, c, d uint32)

@@ -16,3 +16,10 @@ func makeVecProbe([]partition) *vecProbe { return nil }
 
 func vecTest(*block, uint32, *vecProbe) bool { panic("ohbloom: no vector probe") }
 func vecAdd(*block, uint32, *vecProbe) bool  { panic("ohbloom: no vector probe") }
+
+func vecAtomicAdd(*block, uint32, *vecProbe) bool { panic("ohbloom: no vector probe") }
+
+func (l *layout) vecTestWindow([]uint64, []bool) { panic("ohbloom: no vector probe") }
+func (l *layout) vecAddWindow([]uint64)          { panic("ohbloom: no vector probe") }
+
+func vecAddEntries([]block, []uint64, *vecProbe) { panic("ohbloom: no vector probe") }

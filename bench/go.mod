@@ -5,6 +5,7 @@ go 1.26
 require (
 	github.com/bits-and-blooms/bloom/v3 v3.7.1
 	github.com/ohbloom/ohbloom v0.0.0
+	github.com/zeebo/xxh3 v1.1.0
 	gonum.org/v1/plot v0.17.0
 )
 
@@ -17,7 +18,6 @@ require (
 	github.com/bits-and-blooms/bitset v1.24.2 // indirect
 	github.com/golang/freetype v0.0.0-20170609003504-e2365dfdc4a0 // indirect
 	github.com/klauspost/cpuid/v2 v2.2.10 // indirect
-	github.com/zeebo/xxh3 v1.1.0 // indirect
 	golang.org/x/image v0.30.0 // indirect
 	golang.org/x/sys v0.30.0 // indirect
 	golang.org/x/text v0.28.0 // indirect

@@ -1,0 +1,247 @@
+package bench
+
+import (
+	"flag"
+	"fmt"
+	"runtime"
+	"testing"
+
+	"github.com/ohbloom/ohbloom"
+	"github.com/zeebo/xxh3"
+)
+
+var (
+	limitRounds = flag.Int("limits.rounds", 3, "interleaved rounds of BenchmarkLimits")
+	limitOnly   = flag.Int("limits.n", 0, "run BenchmarkLimits at this capacity only (1000000, 30000000 or 1000000000)")
+)
+
+// limitCases are the filters of BenchmarkLimits, at p = 1%: in the caches
+// (1.25 MB), past them (37.6 MB) and past 1 GiB (1.25 GB). The last is
+// sized for 10^9 keys and filled with 2^24 real keys and pseudo-random
+// hashes for the rest (10^9 keys would take 32 GB), so that every block is
+// as full as in a real filter.
+var limitCases = []struct{ capacity, keys int }{{1e6, 1e6}, {3e7, 3e7}, {1e9, 1 << 24}}
+
+// limitWindowKeys is how many keys a batched call gets, as in BenchmarkBatch.
+const limitWindowKeys = 4096
+
+// BenchmarkLimits measures each call against the design's physical limit:
+// one XXH3 of the key plus one independent random 64-byte read from an
+// array of the filter's size, filled with data (limits.go). In one
+// process, for each size, -limits.rounds rounds run every case in turn, so
+// that a noisy stretch of the machine hits all cases alike. Every case
+// reports ns per key (ns/op, b.N counts keys) and x-limit, its ratio to
+// the limit measured in the same round: single-key calls to the
+// single-key limit, batched calls to the batched limit (the same reads
+// with the batches' prefetch pipeline). The 1.25 GB case is skipped under
+// -short; it holds about 6 GB, so run it under the bench lock:
+//
+//	cd bench && go test -c -o limits.test
+//	flock /tmp/ohbloom-bench.lock ./limits.test -test.run '^$' -test.bench Limits -test.timeout 2h > limits.txt
+//	go run ./cmd/limitstable < limits.txt
+func BenchmarkLimits(b *testing.B) {
+	for _, c := range limitCases {
+		if testing.Short() && c.capacity > 1e6 || *limitOnly != 0 && c.capacity != *limitOnly {
+			continue
+		}
+		runLimits(b, c.capacity, c.keys)
+		runtime.GC()
+	}
+}
+
+// limitCase is what one size of BenchmarkLimits holds: the keys, the
+// filled filter, the limit's array, and the scratch filters that the
+// new-key adds fill.
+type limitCase struct {
+	n       int // keys
+	keys    Keys
+	views   [][]byte
+	absent  Keys
+	absentV [][]byte
+	f       *ohbloom.Filter
+	lines   []line
+	results []bool
+
+	// Adds of new keys go to filters with another seed, so that the
+	// same keys are new to them; they are emptied when every key has
+	// been added. next is how many keys each holds.
+	fresh        *ohbloom.Filter
+	freshAtomic  *ohbloom.AtomicFilter
+	next, nextAt int
+
+	limit map[string]float64 // "single" and "batch" limit of the current round, ns/key
+}
+
+func runLimits(b *testing.B, capacity, nkeys int) {
+	c := &limitCase{n: nkeys, keys: NewKeys(nkeys, 1), absent: NewKeys(1<<20, 2),
+		results: make([]bool, limitWindowKeys), limit: map[string]float64{}}
+	c.views = c.keys.Views(nil, 0, nkeys)
+	c.absentV = c.absent.Views(nil, 0, c.absent.Len())
+	c.f = ohbloom.New(uint64(capacity), 0.01)
+	fillWithHashes(c.f, capacity-nkeys)
+	c.f.AddBatch(c.views)
+	c.lines = newLines(c.f.Blocks())
+	other := ohbloom.Config{Capacity: uint64(capacity), FPR: 0.01, Seed: ohbloom.DefaultSeed + 1}
+	var err error
+	if c.fresh, err = ohbloom.NewWithConfig(other); err != nil {
+		b.Fatal(err)
+	}
+	if c.freshAtomic, err = ohbloom.NewAtomicWithConfig(other); err != nil {
+		b.Fatal(err)
+	}
+	c.fresh.Reset() // fault the pages in before any timing
+	c.freshAtomic.Reset()
+
+	seed := c.f.Seed()
+	for round := 1; round <= *limitRounds; round++ {
+		run := func(op, limit string, body func(b *testing.B)) {
+			b.Run(fmt.Sprintf("n=%d/op=%s/round=%d", capacity, op, round), func(b *testing.B) {
+				body(b)
+				perKey := float64(b.Elapsed().Nanoseconds()) / float64(b.N)
+				switch limit {
+				case "":
+				case "set-single", "set-batch":
+					c.limit[limit[4:]] = perKey
+				default:
+					b.ReportMetric(perKey/c.limit[limit], "x-limit")
+				}
+			})
+		}
+		run("xxh3", "", func(b *testing.B) {
+			var sum uint64
+			for i, j := 0, 0; i < b.N; i++ {
+				sum += xxh3.HashSeed(c.keys.At(j), seed)
+				if j++; j == c.n {
+					j = 0
+				}
+			}
+			sink += sum
+		})
+		run("limit", "set-single", func(b *testing.B) {
+			var sum uint64
+			for i, j := 0, 0; i < b.N; i++ {
+				sum += lineOf(c.lines, xxh3.HashSeed(c.keys.At(j), seed))[0]
+				if j++; j == c.n {
+					j = 0
+				}
+			}
+			sink += sum
+		})
+		run("limit-batch", "set-batch", func(b *testing.B) {
+			var sum uint64
+			c.batches(b, func(from, to int) { sum += readLines(c.lines, c.views[from:to], seed) })
+			sink += sum
+		})
+		run("test-present", "single", func(b *testing.B) {
+			for i, j := 0, 0; i < b.N; i++ {
+				if !c.f.Test(c.keys.At(j)) {
+					b.Fatal("false negative")
+				}
+				if j++; j == c.n {
+					j = 0
+				}
+			}
+		})
+		run("test-absent", "single", func(b *testing.B) {
+			fp := 0
+			for i, j := 0, 0; i < b.N; i++ {
+				if c.f.Test(c.absent.At(j)) {
+					fp++
+				}
+				j = (j + 1) & (c.absent.Len() - 1)
+			}
+			b.ReportMetric(float64(fp)/float64(b.N), "fpr")
+		})
+		run("add-present", "single", func(b *testing.B) {
+			for i, j := 0, 0; i < b.N; i++ {
+				c.f.Add(c.keys.At(j))
+				if j++; j == c.n {
+					j = 0
+				}
+			}
+		})
+		run("testbatch-present", "batch", func(b *testing.B) {
+			c.batches(b, func(from, to int) {
+				c.f.TestBatch(c.views[from:to], c.results)
+				for _, r := range c.results[:to-from] {
+					if !r {
+						b.Fatal("false negative")
+					}
+				}
+			})
+		})
+		run("testbatch-absent", "batch", func(b *testing.B) {
+			fp, at := 0, 0
+			for done := 0; done < b.N; {
+				w := min(limitWindowKeys, b.N-done, len(c.absentV)-at)
+				c.f.TestBatch(c.absentV[at:at+w], c.results)
+				for _, r := range c.results[:w] {
+					if r {
+						fp++
+					}
+				}
+				done += w
+				if at += w; at == len(c.absentV) {
+					at = 0
+				}
+			}
+			b.ReportMetric(float64(fp)/float64(b.N), "fpr")
+		})
+		run("addbatch-present", "batch", func(b *testing.B) {
+			c.batches(b, func(from, to int) { c.f.AddBatch(c.views[from:to]) })
+		})
+		run("add-new", "single", func(b *testing.B) {
+			for i := 0; i < b.N; i++ {
+				if c.next == c.n {
+					b.StopTimer()
+					c.fresh.Reset()
+					c.next = 0
+					b.StartTimer()
+				}
+				c.fresh.Add(c.keys.At(c.next))
+				c.next++
+			}
+		})
+		run("atomic-add-new", "single", func(b *testing.B) {
+			for i := 0; i < b.N; i++ {
+				if c.nextAt == c.n {
+					b.StopTimer()
+					c.freshAtomic.Reset()
+					c.nextAt = 0
+					b.StartTimer()
+				}
+				c.freshAtomic.Add(c.keys.At(c.nextAt))
+				c.nextAt++
+			}
+		})
+		run("atomic-add-present", "single", func(b *testing.B) {
+			// Re-add keys the atomic filter holds, at least 2^16 of them.
+			if c.nextAt < 1<<16 {
+				for ; c.nextAt < 1<<16; c.nextAt++ {
+					c.freshAtomic.Add(c.keys.At(c.nextAt))
+				}
+				b.ResetTimer()
+			}
+			for i, j := 0, 0; i < b.N; i++ {
+				c.freshAtomic.Add(c.keys.At(j))
+				if j++; j == c.nextAt {
+					j = 0
+				}
+			}
+		})
+	}
+}
+
+// batches calls fn on windows of limitWindowKeys present keys until b.N
+// keys are done, wrapping around the keys.
+func (c *limitCase) batches(b *testing.B, fn func(from, to int)) {
+	at := 0
+	for done := 0; done < b.N; {
+		w := min(limitWindowKeys, b.N-done, c.n-at)
+		fn(at, at+w)
+		done += w
+		if at += w; at == c.n {
+			at = 0
+		}
+	}
+}
