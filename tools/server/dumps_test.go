@@ -46,8 +46,7 @@ func loadAll(t *testing.T, rdb *redis.Client, cmd, key string, chunks []chunk) e
 // Two SCANDUMPs of one key at once, with adds between their chunks: each
 // gets a whole dump, consistent as of its iterator 0.
 func TestConcurrentScanDumpsOfOneKey(t *testing.T) {
-	defer func(old uint64) { scanDumpChunk = old }(scanDumpChunk)
-	scanDumpChunk = 4096
+	setScanDumpChunk(t, 4096)
 	_, addr := start(t, Config{})
 	a, b := client(t, addr), client(t, addr)
 	ctx := context.Background()
@@ -124,8 +123,7 @@ func TestConcurrentScanDumpsOfOneKey(t *testing.T) {
 // least recently continued goes, and its next call says so rather than
 // end the dump early.
 func TestScanDumpsBounded(t *testing.T) {
-	defer func(old uint64) { scanDumpChunk = old }(scanDumpChunk)
-	scanDumpChunk = 1024
+	setScanDumpChunk(t, 1024)
 	_, addr := start(t, Config{MaxDumpBytes: 1 << 20})
 	rdb := client(t, addr)
 	ctx := context.Background()
@@ -272,4 +270,14 @@ func (c *fakeClock) advance(d time.Duration) {
 	c.mu.Lock()
 	c.t = c.t.Add(d)
 	c.mu.Unlock()
+}
+
+// setScanDumpChunk makes SCANDUMP's chunks small for one test. The old size
+// comes back in a cleanup registered before the test starts its server, so
+// it runs after the server's Shutdown: no command reads the variable as it
+// changes.
+func setScanDumpChunk(t *testing.T, n uint64) {
+	old := scanDumpChunk
+	t.Cleanup(func() { scanDumpChunk = old })
+	scanDumpChunk = n
 }

@@ -474,8 +474,7 @@ func flip(b []byte, i int) []byte {
 }
 
 func TestScanDumpLoadChunk(t *testing.T) {
-	defer func(old uint64) { scanDumpChunk = old }(scanDumpChunk)
-	scanDumpChunk = 4096
+	setScanDumpChunk(t, 4096)
 	_, addr := start(t, Config{})
 	ctx := context.Background()
 	rdb := client(t, addr)
