@@ -10,6 +10,7 @@ import (
 	"runtime/metrics"
 	"testing"
 
+	"github.com/ohbloom/ohbloom"
 	"github.com/zeebo/xxh3"
 )
 
@@ -93,6 +94,11 @@ func FuzzLogReplay(f *testing.F) {
 	run("BF.LOADCHUNK", "loaded", itoa(ohbloomIterators|int64(len(dump))+1), string(dump))
 	run("FLUSHALL")
 	run("CF.ADD", "after", "z")
+	rb := rbFuzzSeed // a RedisBloom chain: its header, a chunk, adds
+	for _, c := range rb.chunks {
+		run("BF.LOADCHUNK", "rb", itoa(c.iter), c.data)
+	}
+	run("BF.MADD", "rb", "m1", "m2", "m3")
 	seg, err := os.ReadFile(segmentPath(dir, 1)) // always: every record is in
 	if err != nil {
 		f.Fatal(err)
@@ -168,3 +174,21 @@ func replayChecked(t *testing.T, data []byte) {
 		}
 	}
 }
+
+// rbFuzzSeed is a small RedisBloom dump (BF.RESERVE k 0.01 100, 20 items,
+// as ohbloom.RedisBloomFilter makes it, RedisBloom's bytes), for the
+// fuzzers' seeds.
+var rbFuzzSeed = func() (d struct{ chunks []chunk }) {
+	f, _ := ohbloom.NewRedisBloom(ohbloom.RedisBloomConfig{Capacity: 100, ErrorRate: 0.01, Expansion: 2})
+	for i := range 20 {
+		f.AddString(itoa(i))
+	}
+	for iter := int64(0); ; {
+		next, data := f.ScanDump(iter, nil)
+		if next == 0 {
+			return d
+		}
+		d.chunks = append(d.chunks, chunk{next, string(data)})
+		iter = next
+	}
+}()
