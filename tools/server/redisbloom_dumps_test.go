@@ -437,3 +437,51 @@ func TestRedisBloomLoadChunkChecks(t *testing.T) {
 		t.Fatal("INFO")
 	}
 }
+
+// A RedisBloom dump's load counts against the upload limits from its
+// header until its last chunk, with the bytes of all its filters: a
+// connection may not start one larger than its share, and INFO shows the
+// ones in progress.
+func TestRedisBloomLoadsCountAsUploads(t *testing.T) {
+	var g *rbGolden
+	for _, x := range loadRBGolden(t) {
+		if x.Name == "cap1000-e0.01-grown" { // 11,464 bytes of filters
+			g = x
+		}
+	}
+	_, addr := start(t, Config{MaxUploadBytes: 20_000})
+	c := dial(t, addr)
+	uploads := func() string {
+		c.Write([]byte(resp("INFO", "persistence")))
+		info := rawReply(t, c.r)
+		i := strings.Index(info, "loadchunk_uploads:")
+		return strings.Fields(info[i:])[0] + " " + strings.Fields(info[i:])[1]
+	}
+	if r := c.do(t, "BF.LOADCHUNK", "a", "1", string(g.Chunks[0].Data)); r != "+OK" {
+		t.Fatal(r)
+	}
+	if u := uploads(); u != "loadchunk_uploads:1 loadchunk_upload_bytes:11464" {
+		t.Fatalf("after the header: %s", u)
+	}
+	if r := c.do(t, "BF.LOADCHUNK", "b", "1", string(g.Chunks[0].Data)); !strings.Contains(r, "would hold more than 20000 bytes") {
+		t.Fatalf("a second load past the connection's share: %q", r)
+	}
+	if n := c.do(t, "EXISTS", "b"); n != ":0" {
+		t.Fatal("a refused load made its key")
+	}
+	for _, ch := range g.Chunks[1:] {
+		if r := c.do(t, "BF.LOADCHUNK", "a", itoa(ch.Iterator), string(ch.Data)); r != "+OK" {
+			t.Fatal(r)
+		}
+	}
+	if u := uploads(); u != "loadchunk_uploads:0 loadchunk_upload_bytes:0" {
+		t.Fatalf("after the last chunk: %s", u)
+	}
+	if r := c.do(t, "BF.LOADCHUNK", "b", "1", string(g.Chunks[0].Data)); r != "+OK" {
+		t.Fatalf("a load after the first ended: %q", r)
+	}
+	c.do(t, "DEL", "b")
+	if u := uploads(); u != "loadchunk_uploads:0 loadchunk_upload_bytes:0" {
+		t.Fatalf("after DEL: %s", u)
+	}
+}
