@@ -149,11 +149,11 @@ func TestScanDumpsBounded(t *testing.T) {
 }
 
 // firstChunk is a LOADCHUNK first chunk that claims total bytes and
-// carries pad bytes of them.
+// carries pad bytes of them, with the iterator of an ohbloom dump.
 func firstChunk(total uint64, pad int) (int64, string) {
 	data := binary.LittleEndian.AppendUint64(nil, total)
 	data = append(data, make([]byte, pad)...)
-	return int64(len(data)) + 1, string(data)
+	return ohbloomIterators | int64(len(data)) + 1, string(data)
 }
 
 // Uploads in progress are bounded per connection and in all, in count and
@@ -202,7 +202,7 @@ func TestLoadChunkUploadsBounded(t *testing.T) {
 	if n, _ := uploads(); n != 3 {
 		t.Fatalf("after DEL, %d uploads", n)
 	}
-	if r := c1.do(t, "BF.LOADCHUNK", "u0", "2010", strings.Repeat("x", 1000)); !strings.Contains(r, "no dump being loaded") {
+	if r := c1.do(t, "BF.LOADCHUNK", "u0", itoa(ohbloomIterators+2010), strings.Repeat("x", 1000)); !strings.Contains(r, "no dump being loaded") {
 		t.Fatalf("continuing a deleted upload: %q", r)
 	}
 	c1.do(t, "FLUSHALL")
@@ -233,7 +233,7 @@ func TestLoadChunkUploadsBounded(t *testing.T) {
 	if n, _ := uploads(); n != maxUploads {
 		t.Fatalf("%d uploads, want the most, %d", n, maxUploads)
 	}
-	if r := c1.do(t, "BF.LOADCHUNK", "a", strconv.Itoa(240_008+1+10), strings.Repeat("x", 10)); !strings.Contains(r, "no dump being loaded") {
+	if r := c1.do(t, "BF.LOADCHUNK", "a", itoa(ohbloomIterators+240_008+1+10), strings.Repeat("x", 10)); !strings.Contains(r, "no dump being loaded") {
 		t.Fatalf("the oldest upload survived a full table: %q", r)
 	}
 	c2, c3, c4 := conn(), conn(), conn()
@@ -245,7 +245,7 @@ func TestLoadChunkUploadsBounded(t *testing.T) {
 	if n, b := uploads(); b > 1<<20 || n != 4 {
 		t.Fatalf("uploads hold %d bytes in %d, want at most max-upload-bytes in 4", b, n)
 	}
-	if r := c2.do(t, "BF.LOADCHUNK", "big0", strconv.Itoa(240_008+1+10), strings.Repeat("x", 10)); !strings.Contains(r, "no dump being loaded") {
+	if r := c2.do(t, "BF.LOADCHUNK", "big0", itoa(ohbloomIterators+240_008+1+10), strings.Repeat("x", 10)); !strings.Contains(r, "no dump being loaded") {
 		t.Fatalf("the oldest large upload survived a full budget: %q", r)
 	}
 	// Left idle for a minute, they expire.
