@@ -10,8 +10,11 @@ import (
 	"github.com/ohbloom/ohbloom"
 )
 
-// scanDumpChunk is the most SCANDUMP returns at once, RedisBloom's 10 MiB
-// (a variable so that tests can see many chunks without large filters).
+// scanDumpChunk is the most an ohbloom-format SCANDUMP chunk carries:
+// 10 MiB, the MAX_SCANDUMP_SIZE of RedisBloom's older releases (current
+// RedisBloom sends up to 16 MiB, ohbloom.RedisBloomMaxChunk, which is
+// what a RedisBloom key's dump uses here). A variable so that tests can
+// see many chunks without large filters.
 var scanDumpChunk uint64 = 10 << 20
 
 // SCANDUMP and LOADCHUNK.
