@@ -76,7 +76,7 @@ const (
 	errRBNoLink       = "ERR invalid offset - no link found"
 	errRBChunkTooBig  = "ERR invalid chunk - Too big for current filter"
 	errNotRedisBloom  = "ERR this key holds an ohbloom filter, which loads only its own dumps (iterators from its BF.SCANDUMP)"
-	errCuckooDump     = "ERR ohbloom cannot load RedisBloom's cuckoo filter dumps: its CF keys are counting filters (see the README)"
+	errCuckooDump     = "ERR ohbloom cannot load RedisBloom's cuckoo filter dumps: its CF keys are counting filters (see docs/server.md)"
 	ohbloomIterators  = 1 << dumpIDShift // the least iterator of an ohbloom dump
 	redisBloomHeaders = 1                // the iterator of a RedisBloom header chunk
 )
