@@ -10,7 +10,7 @@ import (
 // CF.* commands: counting filters stand where RedisBloom has cuckoo
 // filters, so that CF.DEL works. The commands parse and answer as
 // rebloom.c's CF commands do (texts, RESP3 booleans where it sends them,
-// maps); what a counting filter does differently is in the README:
+// maps); what a counting filter does differently is in docs/server.md:
 // it never fills up (counters saturate at 15 instead of a cuckoo filter's
 // "Filter is full"), it does not grow, and BUCKETSIZE, MAXITERATIONS and
 // EXPANSION, checked as RedisBloom checks them, shape nothing.

@@ -10,8 +10,11 @@ import (
 	"github.com/ohbloom/ohbloom"
 )
 
-// scanDumpChunk is the most SCANDUMP returns at once, RedisBloom's 10 MiB
-// (a variable so that tests can see many chunks without large filters).
+// scanDumpChunk is the most an ohbloom-format SCANDUMP chunk carries:
+// 10 MiB, the MAX_SCANDUMP_SIZE of RedisBloom's older releases (current
+// RedisBloom sends up to 16 MiB, ohbloom.RedisBloomMaxChunk, which is
+// what a RedisBloom key's dump uses here). A variable so that tests can
+// see many chunks without large filters.
 var scanDumpChunk uint64 = 10 << 20
 
 // SCANDUMP and LOADCHUNK.
@@ -73,7 +76,7 @@ const (
 	errRBNoLink       = "ERR invalid offset - no link found"
 	errRBChunkTooBig  = "ERR invalid chunk - Too big for current filter"
 	errNotRedisBloom  = "ERR this key holds an ohbloom filter, which loads only its own dumps (iterators from its BF.SCANDUMP)"
-	errCuckooDump     = "ERR ohbloom cannot load RedisBloom's cuckoo filter dumps: its CF keys are counting filters (see the README)"
+	errCuckooDump     = "ERR ohbloom cannot load RedisBloom's cuckoo filter dumps: its CF keys are counting filters (see docs/server.md)"
 	ohbloomIterators  = 1 << dumpIDShift // the least iterator of an ohbloom dump
 	redisBloomHeaders = 1                // the iterator of a RedisBloom header chunk
 )
