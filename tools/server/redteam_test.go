@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net"
 	"runtime"
 	"slices"
@@ -205,5 +206,45 @@ func TestUnauthenticatedUnreadRepliesAreBounded(t *testing.T) {
 	}
 	if got > 8<<20 {
 		t.Fatalf("an unauthenticated client that did not read was sent %d bytes before the server closed it", got)
+	}
+}
+
+// The index SCAN walks holds exactly the keys, through any mix of adds
+// and removes, and a scan in calls of any COUNT visits each once.
+func TestKeyIndexMatchesTheKeys(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	var x keyIndex
+	keys := map[string]bool{}
+	for step := range 20000 {
+		name := fmt.Sprintf("k%d", rng.IntN(3000))
+		if rng.IntN(3) == 0 {
+			x.remove(name)
+			delete(keys, name)
+		} else {
+			x.add(name)
+			keys[name] = true
+		}
+		if step%5000 != 4999 {
+			continue
+		}
+		if x.n != len(keys) {
+			t.Fatalf("index counts %d keys, the map holds %d", x.n, len(keys))
+		}
+		seen := map[string]int{}
+		cursor, calls := uint64(0), 0
+		for {
+			cursor = x.scan(cursor, int64(1+rng.IntN(50)), func(name string) { seen[name]++ })
+			if calls++; cursor == 0 || calls > len(keys)+1 {
+				break
+			}
+		}
+		for name := range keys {
+			if seen[name] != 1 {
+				t.Fatalf("key %s visited %d times", name, seen[name])
+			}
+		}
+		if len(seen) != len(keys) {
+			t.Fatalf("visited %d names, %d keys", len(seen), len(keys))
+		}
 	}
 }
