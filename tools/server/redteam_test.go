@@ -248,3 +248,63 @@ func TestKeyIndexMatchesTheKeys(t *testing.T) {
 		}
 	}
 }
+
+// SCAN while other clients create, delete and flush keys: under -race,
+// the index is only touched under the store's lock; every scan ends.
+func TestScanDuringChanges(t *testing.T) {
+	_, addr := start(t, Config{})
+	ctx := context.Background()
+	n := 2000
+	if testing.Short() {
+		n = 200
+	}
+	done := make(chan error, 2)
+	go func() {
+		c := client(t, addr)
+		for i := range n {
+			k := fmt.Sprintf("k%d", i%97)
+			var err error
+			switch i % 5 {
+			case 0, 1, 2:
+				err = c.Do(ctx, "BF.ADD", k, "x").Err()
+			case 3:
+				err = c.Del(ctx, k).Err()
+			case 4:
+				if i%100 == 4 {
+					err = c.FlushAll(ctx).Err()
+				}
+			}
+			if err != nil {
+				done <- err
+				return
+			}
+		}
+		done <- nil
+	}()
+	go func() {
+		c := client(t, addr)
+		for range n / 20 {
+			cursor, calls := uint64(0), 0
+			for {
+				_, next, err := c.Scan(ctx, cursor, "k*", 7).Result()
+				if err != nil {
+					done <- err
+					return
+				}
+				if cursor = next; cursor == 0 {
+					break
+				}
+				if calls++; calls > 1000 {
+					done <- fmt.Errorf("a scan of at most 97 keys took %d calls", calls)
+					return
+				}
+			}
+		}
+		done <- nil
+	}()
+	for range 2 {
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	}
+}
