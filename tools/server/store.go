@@ -580,17 +580,26 @@ func (s *store) sizeBytes() uint64 {
 
 // scan is SCAN over the index (see keyIndex): the names of at most about
 // count keys from cursor on that match pattern and typ ("" for any), and
-// the next cursor.
+// the next cursor. The names are matched after the lock is released, as
+// KEYS matches them: a slow pattern must not hold up the writers, and the
+// readers queued behind them.
 func (s *store) scan(cursor uint64, count int64, pattern, typ string) ([]string, uint64) {
+	var names []string
 	s.mu.RLock()
-	defer s.mu.RUnlock()
-	var out []string
-	next := s.index.scan(cursor, count, func(name string) {
-		e := s.keys[name]
-		if e != nil && globMatch(pattern, name) && (typ == "" || strings.EqualFold(typ, e.kind.typeName())) {
-			out = append(out, name)
+	next := s.index.scan(cursor, count, func(name string) { names = append(names, name) })
+	s.mu.RUnlock()
+	out := names[:0]
+	for _, name := range names {
+		if !globMatch(pattern, name) {
+			continue
 		}
-	})
+		if typ != "" {
+			if e := s.get(name); e == nil || !strings.EqualFold(typ, e.kind.typeName()) {
+				continue
+			}
+		}
+		out = append(out, name)
+	}
 	return out, next
 }
 
