@@ -213,13 +213,7 @@ func cmdInfo(s *Server, _ *session, w replier, _ [][]byte) {
 	fmt.Fprintf(&b, "# Server\r\nredis_version:%s\r\nredis_mode:standalone\r\nuptime_in_seconds:%d\r\n",
 		Version, int64(time.Since(s.started).Seconds()))
 	fmt.Fprintf(&b, "# Clients\r\nconnected_clients:%d\r\nmaxclients:%d\r\n", s.clients.Load(), s.cfg.MaxClients)
-	var bytes uint64
-	for _, name := range s.store.names() {
-		if e := s.store.get(name); e != nil {
-			bytes += e.sizeBytes()
-		}
-	}
-	fmt.Fprintf(&b, "# Memory\r\nused_memory_filters:%d\r\n", bytes)
+	fmt.Fprintf(&b, "# Memory\r\nused_memory_filters:%d\r\n", s.store.sizeBytes())
 	s.infoPersistence(&b)
 	fmt.Fprintf(&b, "# Keyspace\r\n")
 	if n := s.store.len(); n > 0 {

@@ -76,6 +76,7 @@ const (
 	errRBNoLink       = "ERR invalid offset - no link found"
 	errRBChunkTooBig  = "ERR invalid chunk - Too big for current filter"
 	errNotRedisBloom  = "ERR this key holds an ohbloom filter, which loads only its own dumps (iterators from its BF.SCANDUMP)"
+	errDumpDropped    = "ERR no dump in progress for this iterator (finished, idle too long, or dropped to bound memory): start again at iterator 0"
 	errCuckooDump     = "ERR ohbloom cannot load RedisBloom's cuckoo filter dumps: its CF keys are counting filters (see docs/server.md)"
 	ohbloomIterators  = 1 << dumpIDShift // the least iterator of an ohbloom dump
 	redisBloomHeaders = 1                // the iterator of a RedisBloom header chunk
@@ -123,17 +124,21 @@ func cmdScanDump(s *Server, _ *session, w replier, args [][]byte) {
 	var id uint32
 	var data []byte
 	if iter == 0 {
-		if msg := s.store.dumps.reserve(8 + recordFixed + uint64(len(name)) + 8 + e.sizeBytes() + 4096); msg != "" {
+		var msg string
+		if id, msg = s.store.dumps.reserve(name, 8+recordFixed+uint64(len(name))+8+e.sizeBytes()+4096); msg != "" {
 			w.WriteError(msg)
 			return
 		}
 		data = recordBytes(name, e)
-		id = s.store.dumps.add(name, data)
+		if !s.store.dumps.fill(id, data) {
+			w.WriteError(errDumpDropped)
+			return
+		}
 		iter = 1
 	} else {
 		id = uint32(iter>>dumpIDShift) & dumpIDMask
 		if data = s.store.dumps.get(id, name); data == nil {
-			w.WriteError("ERR no dump in progress for this iterator (finished, idle too long, or dropped to bound memory): start again at iterator 0")
+			w.WriteError(errDumpDropped)
 			return
 		}
 	}

@@ -1,9 +1,6 @@
 package server
 
-import (
-	"strconv"
-	"strings"
-)
+import "strconv"
 
 // cmdDel replies with the number of keys removed, and every one of them
 // stays removed after a restart: with the log, its record says so; without
@@ -67,12 +64,13 @@ func cmdKeys(s *Server, _ *session, w replier, args [][]byte) {
 	}
 }
 
-// cmdScan walks the sorted keys; the cursor is the position of the next
-// one. Keys added or deleted during a scan may be missed or seen twice, as
-// Redis allows.
+// cmdScan walks the keys in the order of a hash of their names; the
+// cursor is the hash to go on from (see keyIndex). As in Redis, a key
+// present for the whole scan is returned, one added or deleted meanwhile
+// may or may not be, and COUNT bounds the keys looked at in one call.
 func cmdScan(s *Server, _ *session, w replier, args [][]byte) {
-	cursor, ok := parseInt(args[1])
-	if !ok || cursor < 0 {
+	cursor, err := strconv.ParseUint(string(args[1]), 10, 64)
+	if err != nil {
 		w.WriteError("ERR invalid cursor")
 		return
 	}
@@ -82,6 +80,7 @@ func cmdScan(s *Server, _ *session, w replier, args [][]byte) {
 			w.WriteError("ERR syntax error")
 			return
 		}
+		var ok bool
 		switch {
 		case eq(args[i], "MATCH"):
 			if len(args[i+1]) > maxPatternBytes {
@@ -101,23 +100,9 @@ func cmdScan(s *Server, _ *session, w replier, args [][]byte) {
 			return
 		}
 	}
-	names := s.store.names()
-	var out []string
-	next := int64(0)
-	for i := cursor; i < int64(len(names)); i++ {
-		if i-cursor >= count {
-			next = i
-			break
-		}
-		name := names[i]
-		e := s.store.get(name)
-		if e == nil || !globMatch(pattern, name) || (typ != "" && !strings.EqualFold(typ, e.kind.typeName())) {
-			continue
-		}
-		out = append(out, name)
-	}
+	out, next := s.store.scan(cursor, count, pattern, typ)
 	w.WriteArray(2)
-	w.WriteBulkString(strconv.FormatInt(next, 10))
+	w.WriteBulkString(strconv.FormatUint(next, 10))
 	w.WriteArray(len(out))
 	for _, name := range out {
 		w.WriteBulkString(name)

@@ -1,5 +1,7 @@
 package server
 
+import "unsafe"
+
 // MULTI, EXEC, DISCARD: transactions as Redis runs them, without WATCH.
 //
 // Between MULTI and EXEC a client's commands are checked (known, right
@@ -13,10 +15,17 @@ package server
 
 // multiState is a transaction being queued.
 type multiState struct {
-	buf   []byte // the queued commands' arguments, one after another
-	cmds  [][]span
-	dirty bool // a command was refused: EXEC aborts
+	buf  []byte // the queued commands' arguments, one after another
+	cmds [][]span
+	// spanBytes is what the commands' span slices hold: 16 bytes an
+	// argument, more than an empty argument's 6 on the wire, so they are
+	// counted, or a queue of empty arguments would grow past every limit.
+	spanBytes int64
+	dirty     bool // a command was refused: EXEC aborts
 }
+
+// spanSize is the memory of one span.
+const spanSize = int64(unsafe.Sizeof(span{}))
 
 const (
 	errExecAbort    = "EXECABORT Transaction discarded because of previous errors."
@@ -28,7 +37,7 @@ func (sess *session) multiBytes() int64 {
 		return 0
 	}
 	m := sess.multi
-	return int64(cap(m.buf) + cap(m.cmds)*24 + len(m.cmds)*16)
+	return int64(cap(m.buf)+cap(m.cmds)*24) + m.spanBytes
 }
 
 func cmdMulti(_ *Server, sess *session, w replier, _ [][]byte) {
@@ -78,9 +87,9 @@ func (s *Server) queue(sess *session, w replier, c command, known bool, args [][
 	for _, a := range args {
 		size += len(a)
 	}
-	if sess.multiBytes()+int64(size+16*len(args)) > int64(s.cfg.MaxRequestBytes) {
+	if sess.multiBytes()+int64(size)+spanSize*int64(len(args)) > int64(s.cfg.MaxRequestBytes) {
 		// Drop the queue now, so that its memory goes, and abort at EXEC.
-		m.buf, m.cmds, m.dirty = nil, nil, true
+		m.buf, m.cmds, m.spanBytes, m.dirty = nil, nil, 0, true
 		w.WriteError(string(errQueuedTooLarge))
 		return
 	}
@@ -90,6 +99,7 @@ func (s *Server) queue(sess *session, w replier, c command, known bool, args [][
 		m.buf = append(m.buf, a...)
 	}
 	m.cmds = append(m.cmds, spans)
+	m.spanBytes += spanSize * int64(cap(spans))
 	w.WriteString("QUEUED")
 }
 

@@ -261,15 +261,19 @@ func (u *uploads) continuedRB(name string, end uint64) {
 type dump struct {
 	id      uint32
 	name    string
-	data    []byte // the 8-byte length and the record
+	data    []byte // the 8-byte length and the record; nil while copying
+	held    uint64 // bytes counted against maxBytes: reserved, then cap(data)
 	touched time.Time
 	elem    *list.Element
 }
 
-// dumps are the SCANDUMPs in progress, by id. A new dump that would take
-// the total past maxBytes, or the count past maxDumps, first drops the
-// least recently continued ones; a dropped dump's next call is an error,
-// never a silent end.
+// dumps are the SCANDUMPs in progress, by id. Room for a dump is reserved,
+// and counted, before its copy is made: a new dump that would take the
+// total past maxBytes, or the count past maxDumps, first drops the least
+// recently continued whole ones; if the copies still being made leave no
+// room, it is refused, so that many clients starting dumps at once (on
+// several event loops) cannot each make a copy the budget has no room for.
+// A dropped dump's next call is an error, never a silent end.
 type dumps struct {
 	mu       sync.Mutex
 	st       *store
@@ -291,7 +295,7 @@ func (d *dumps) removeLocked(x *dump) {
 	}
 	delete(d.byID, x.id)
 	d.lru.Remove(x.elem)
-	d.bytes -= uint64(cap(x.data))
+	d.bytes -= x.held
 }
 
 func (d *dumps) expireLocked() {
@@ -318,26 +322,30 @@ func (d *dumps) usage() (int, uint64) {
 	return len(d.byID), d.bytes
 }
 
-// reserve makes room for a dump of size bytes, or returns an error reply.
-func (d *dumps) reserve(size uint64) string {
+// makeRoomLocked drops the least recently continued whole dumps, but
+// keep, until want more bytes fit, and one more dump if slot.
+func (d *dumps) makeRoomLocked(want uint64, slot bool, keep *dump) {
+	for el := d.lru.Front(); el != nil && (slot && len(d.byID) >= maxDumps || d.bytes+want > d.maxBytes); {
+		x := el.Value.(*dump)
+		el = el.Next()
+		if x.data != nil && x != keep {
+			d.removeLocked(x)
+		}
+	}
+}
+
+// reserve holds room for a dump of name of size bytes and returns its id,
+// or an error reply.
+func (d *dumps) reserve(name string, size uint64) (uint32, string) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.expireLocked()
 	if size > d.maxBytes {
-		return "ERR a dump of this key takes " + itoa(size) + " bytes, more than max-dump-bytes (" + itoa(d.maxBytes) + ")"
+		return 0, "ERR a dump of this key takes " + itoa(size) + " bytes, more than max-dump-bytes (" + itoa(d.maxBytes) + ")"
 	}
-	for d.lru.Front() != nil && (len(d.byID) >= maxDumps || d.bytes+size > d.maxBytes) {
-		d.removeLocked(d.lru.Front().Value.(*dump))
-	}
-	return ""
-}
-
-// add registers a dump's data and returns its id.
-func (d *dumps) add(name string, data []byte) uint32 {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	for d.lru.Front() != nil && (len(d.byID) >= maxDumps || d.bytes+uint64(cap(data)) > d.maxBytes) {
-		d.removeLocked(d.lru.Front().Value.(*dump))
+	d.makeRoomLocked(size, true, nil)
+	if len(d.byID) >= maxDumps || d.bytes+size > d.maxBytes {
+		return 0, "ERR other SCANDUMPs being started take the room of max-dump-bytes (" + itoa(d.maxBytes) + "): retry"
 	}
 	for {
 		d.next = (d.next + 1) & dumpIDMask
@@ -345,20 +353,38 @@ func (d *dumps) add(name string, data []byte) uint32 {
 			break
 		}
 	}
-	x := &dump{id: d.next, name: name, data: data, touched: d.st.now()}
+	x := &dump{id: d.next, name: name, held: size, touched: d.st.now()}
 	x.elem = d.lru.PushBack(x)
 	d.byID[x.id] = x
-	d.bytes += uint64(cap(data))
-	return x.id
+	d.bytes += size
+	return x.id, ""
 }
 
-// get returns dump id's data if it is a dump of name, and marks it used.
+// fill gives reserved dump id its data, counted by its capacity (a filter
+// that grew since the reservation makes it larger: whole dumps make room).
+// It reports false if the dump was dropped meanwhile (expired).
+func (d *dumps) fill(id uint32, data []byte) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	x := d.byID[id]
+	if x == nil {
+		return false
+	}
+	d.bytes -= x.held
+	x.data, x.held, x.touched = data, uint64(cap(data)), d.st.now()
+	d.bytes += x.held
+	d.makeRoomLocked(0, false, x)
+	return true
+}
+
+// get returns dump id's data if it is a whole dump of name, and marks it
+// used.
 func (d *dumps) get(id uint32, name string) []byte {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.expireLocked()
 	x := d.byID[id]
-	if x == nil || x.name != name {
+	if x == nil || x.name != name || x.data == nil {
 		return nil
 	}
 	x.touched = d.st.now()

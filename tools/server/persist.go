@@ -212,6 +212,7 @@ func (s *store) load() error {
 		}
 	}
 	s.limitAll()
+	s.indexAll()
 	if c.DisableAppendLog {
 		s.oldSegments = len(segs) > 0
 		return nil

@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -347,8 +348,9 @@ const stripes = 64
 // lock-free, so commands on existing keys only take the read lock.
 // Persistence (saves, the log, the start) is in persist.go and aof.go.
 type store struct {
-	mu   sync.RWMutex
-	keys map[string]*entry
+	mu    sync.RWMutex
+	keys  map[string]*entry
+	index keyIndex // the keys in SCAN's order
 
 	dir            string // "" keeps everything in memory
 	log            *appendLog
@@ -431,6 +433,7 @@ func (s *store) getOrCreateLogged(name string, build func() (*entry, error)) (*e
 		pos = s.log.appendCreate(name, e)
 	}
 	s.keys[name] = e
+	s.index.add(name)
 	return e, true, pos, nil
 }
 
@@ -454,6 +457,7 @@ func (s *store) put(name string, e *entry, dump []byte) (bool, uint64, error) {
 		}
 	}
 	s.keys[name] = e
+	s.index.add(name)
 	return true, pos, nil
 }
 
@@ -510,6 +514,7 @@ func (s *store) delOne(name string) (bool, uint64, error) {
 		return false, 0, nil
 	}
 	delete(s.keys, name)
+	s.index.remove(name)
 	var pos uint64
 	if s.log != nil {
 		pos = s.log.appendDelete(name)
@@ -536,6 +541,7 @@ func (s *store) flush() (uint64, error) {
 	pos := s.log.appendFlushAll()
 	old := s.keys
 	s.keys = map[string]*entry{}
+	s.index.reset()
 	s.mu.Unlock()
 	for name := range old {
 		lock := s.stripeOf(name)
@@ -557,6 +563,50 @@ func (s *store) flush() (uint64, error) {
 func (s *store) limitAll() {
 	for _, e := range s.keys {
 		e.limit(s.maxFilterBytes)
+	}
+}
+
+// sizeBytes is the memory of every key's filter, for INFO: one pass over
+// the map, no copy of the names.
+func (s *store) sizeBytes() uint64 {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	var n uint64
+	for _, e := range s.keys {
+		n += e.sizeBytes()
+	}
+	return n
+}
+
+// scan is SCAN over the index (see keyIndex): the names of at most about
+// count keys from cursor on that match pattern and typ ("" for any), and
+// the next cursor. The names are matched after the lock is released, as
+// KEYS matches them: a slow pattern must not hold up the writers, and the
+// readers queued behind them.
+func (s *store) scan(cursor uint64, count int64, pattern, typ string) ([]string, uint64) {
+	var names []string
+	s.mu.RLock()
+	next := s.index.scan(cursor, count, func(name string) { names = append(names, name) })
+	s.mu.RUnlock()
+	out := names[:0]
+	for _, name := range names {
+		if !globMatch(pattern, name) {
+			continue
+		}
+		if typ != "" {
+			if e := s.get(name); e == nil || !strings.EqualFold(typ, e.kind.typeName()) {
+				continue
+			}
+		}
+		out = append(out, name)
+	}
+	return out, next
+}
+
+// indexAll puts the keys read back at start into SCAN's index.
+func (s *store) indexAll() {
+	for name := range s.keys {
+		s.index.add(name)
 	}
 }
 
