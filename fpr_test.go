@@ -1,6 +1,7 @@
 package ohbloom
 
 import (
+	"fmt"
 	"math"
 	"testing"
 
@@ -28,36 +29,41 @@ func TestFalsePositiveRateAtCapacity(t *testing.T) {
 		{0.001, 10_000_000},
 		{0.0001, 30_000_000},
 	}
+	// Each shape and rate is a parallel subtest: the cases are independent,
+	// and on a busy machine two runnable threads get twice the share of one.
 	for _, shape := range keyShapes {
 		for _, c := range cases {
-			queries := c.queries
-			f := New(n, c.p)
-			var buf []byte
-			for i := range uint64(n) {
-				buf = shape.key(buf, i)
-				f.Add(buf)
-			}
-			fp := 0
-			for i := range queries {
-				buf = shape.key(buf, n+i)
-				if f.Test(buf) {
-					fp++
+			t.Run(fmt.Sprintf("%s/p=%g", shape.name, c.p), func(t *testing.T) {
+				t.Parallel()
+				queries := c.queries
+				f := New(n, c.p)
+				var buf []byte
+				for i := range uint64(n) {
+					buf = shape.key(buf, i)
+					f.Add(buf)
 				}
-			}
-			measured := float64(fp) / float64(queries)
-			exact := f.EstimatedFPR()
-			sigma := math.Sqrt(exact * (1 - exact) / float64(queries))
-			t.Logf("%-10s p=%-6g k=%-2d bits/key=%.3f exact=%.4g measured=%.4g (%d/%d)",
-				shape.name, c.p, f.K(), float64(f.Cap())/n, exact, measured, fp, queries)
-			if measured > c.p {
-				t.Errorf("%s p=%g: measured FPR %.4g > p (%d of %d)", shape.name, c.p, measured, fp, queries)
-			}
-			if exact > c.p {
-				t.Errorf("%s p=%g: FPR computed from the bits %.4g > p", shape.name, c.p, exact)
-			}
-			if math.Abs(measured-exact) > 5*sigma {
-				t.Errorf("%s p=%g: measured %.4g is %.1fσ from the bits' %.4g", shape.name, c.p, measured, (measured-exact)/sigma, exact)
-			}
+				fp := 0
+				for i := range queries {
+					buf = shape.key(buf, n+i)
+					if f.Test(buf) {
+						fp++
+					}
+				}
+				measured := float64(fp) / float64(queries)
+				exact := f.EstimatedFPR()
+				sigma := math.Sqrt(exact * (1 - exact) / float64(queries))
+				t.Logf("%-10s p=%-6g k=%-2d bits/key=%.3f exact=%.4g measured=%.4g (%d/%d)",
+					shape.name, c.p, f.K(), float64(f.Cap())/n, exact, measured, fp, queries)
+				if measured > c.p {
+					t.Errorf("%s p=%g: measured FPR %.4g > p (%d of %d)", shape.name, c.p, measured, fp, queries)
+				}
+				if exact > c.p {
+					t.Errorf("%s p=%g: FPR computed from the bits %.4g > p", shape.name, c.p, exact)
+				}
+				if math.Abs(measured-exact) > 5*sigma {
+					t.Errorf("%s p=%g: measured %.4g is %.1fσ from the bits' %.4g", shape.name, c.p, measured, (measured-exact)/sigma, exact)
+				}
+			})
 		}
 	}
 }

@@ -343,54 +343,59 @@ func TestScalableMeasuredAgainstRedisBloom(t *testing.T) {
 		lowQueries = 100_000_000
 	}
 	t.Log("| BF.RESERVE | keys | stages | RedisBloom bytes | ohbloom bytes | ratio | measured FPR | from the bits | queries |")
+	// The cases are independent parallel subtests (twice the share of a busy
+	// machine's CPU that one thread gets); the rows print as each ends.
 	for _, c := range cases {
-		s := NewScalable(c.n, c.p)
-		r := rand.New(rand.NewPCG(1, c.n))
-		var key [16]byte
-		random := func(r *rand.Rand) []byte {
-			binary.LittleEndian.PutUint64(key[:], r.Uint64())
-			binary.LittleEndian.PutUint64(key[8:], r.Uint64())
-			return key[:]
-		}
-		for range c.x * c.n {
-			s.Add(random(r))
-		}
-		if want := stagesToHold(c.x, 2); s.Stages() != want {
-			t.Errorf("%d at %g after %d× its keys: %d stages, want %d", c.n, c.p, c.x, s.Stages(), want)
-		}
-		queries := uint64(10_000_000)
-		if c.p < 0.001 {
-			queries = lowQueries
-		}
-		q := rand.New(rand.NewPCG(2, c.n))
-		fp := 0
-		for range queries {
-			if s.Test(random(q)) {
-				fp++
+		t.Run(fmt.Sprintf("%g/%d/%dx", c.p, c.n, c.x), func(t *testing.T) {
+			t.Parallel()
+			s := NewScalable(c.n, c.p)
+			r := rand.New(rand.NewPCG(1, c.n))
+			var key [16]byte
+			random := func(r *rand.Rand) []byte {
+				binary.LittleEndian.PutUint64(key[:], r.Uint64())
+				binary.LittleEndian.PutUint64(key[8:], r.Uint64())
+				return key[:]
 			}
-		}
-		measured := float64(fp) / float64(queries)
-		// A random absent key is a false positive unless every stage says
-		// no; the stages hash alike but pick blocks and bits independently
-		// enough for the product.
-		none := 1.0
-		for i := range s.Stages() {
-			none *= 1 - s.Stage(i).EstimatedFPR()
-		}
-		exact := 1 - none
-		sigma := math.Sqrt(exact * (1 - exact) / float64(queries))
-		rb := redisBloomBytes(c.n, c.p, 2, s.Stages())
-		ratio := float64(s.SizeBytes()) / rb
-		t.Logf("| %g %d | %d× | %d | %.0f | %d | %.3f | %.4g%% | %.4g%% | %d |",
-			c.p, c.n, c.x, s.Stages(), rb, s.SizeBytes(), ratio, 100*measured, 100*exact, queries)
-		if measured > c.p {
-			t.Errorf("%d at %g, %d×: measured FPR %.4g > p", c.n, c.p, c.x, measured)
-		}
-		if math.Abs(measured-exact) > 5*sigma {
-			t.Errorf("%d at %g, %d×: measured %.4g is %.1fσ from the bits' %.4g", c.n, c.p, c.x, measured, (measured-exact)/sigma, exact)
-		}
-		if ratio > c.bound {
-			t.Errorf("%d at %g, %d×: %.4f× RedisBloom's bytes, bound %.2f", c.n, c.p, c.x, ratio, c.bound)
-		}
+			for range c.x * c.n {
+				s.Add(random(r))
+			}
+			if want := stagesToHold(c.x, 2); s.Stages() != want {
+				t.Errorf("%d at %g after %d× its keys: %d stages, want %d", c.n, c.p, c.x, s.Stages(), want)
+			}
+			queries := uint64(10_000_000)
+			if c.p < 0.001 {
+				queries = lowQueries
+			}
+			q := rand.New(rand.NewPCG(2, c.n))
+			fp := 0
+			for range queries {
+				if s.Test(random(q)) {
+					fp++
+				}
+			}
+			measured := float64(fp) / float64(queries)
+			// A random absent key is a false positive unless every stage says
+			// no; the stages hash alike but pick blocks and bits independently
+			// enough for the product.
+			none := 1.0
+			for i := range s.Stages() {
+				none *= 1 - s.Stage(i).EstimatedFPR()
+			}
+			exact := 1 - none
+			sigma := math.Sqrt(exact * (1 - exact) / float64(queries))
+			rb := redisBloomBytes(c.n, c.p, 2, s.Stages())
+			ratio := float64(s.SizeBytes()) / rb
+			t.Logf("| %g %d | %d× | %d | %.0f | %d | %.3f | %.4g%% | %.4g%% | %d |",
+				c.p, c.n, c.x, s.Stages(), rb, s.SizeBytes(), ratio, 100*measured, 100*exact, queries)
+			if measured > c.p {
+				t.Errorf("%d at %g, %d×: measured FPR %.4g > p", c.n, c.p, c.x, measured)
+			}
+			if math.Abs(measured-exact) > 5*sigma {
+				t.Errorf("%d at %g, %d×: measured %.4g is %.1fσ from the bits' %.4g", c.n, c.p, c.x, measured, (measured-exact)/sigma, exact)
+			}
+			if ratio > c.bound {
+				t.Errorf("%d at %g, %d×: %.4f× RedisBloom's bytes, bound %.2f", c.n, c.p, c.x, ratio, c.bound)
+			}
+		})
 	}
 }
