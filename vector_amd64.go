@@ -5,6 +5,8 @@ package ohbloom
 import (
 	"math"
 	"os"
+	"slices"
+	"sync/atomic"
 	"unsafe"
 )
 
@@ -136,13 +138,27 @@ func detectVector() bool {
 	return true // AMD's first AVX-512 is Zen 4, which keeps its clock
 }
 
+// vecProbes holds the vector constants of each k's standard partitions,
+// made on first use and shared by every filter of that k: they are read
+// only, and a server holding many small filters would otherwise pay 1.4 KB
+// of constants for each.
+var vecProbes [maxK + 1]atomic.Pointer[vecProbe]
+
 // newVecProbe returns the vector constants of the partitions, or nil where
 // the vector probe does not run.
 func newVecProbe(parts []partition) *vecProbe {
 	if !hasVector || probeChoice == "scalar" {
 		return nil
 	}
-	return makeVecProbe(parts)
+	k := len(parts)
+	if std := partitionsFor(k); !slices.Equal(parts, std[:k]) {
+		return makeVecProbe(parts)
+	}
+	if p := vecProbes[k].Load(); p != nil {
+		return p
+	}
+	vecProbes[k].CompareAndSwap(nil, makeVecProbe(parts))
+	return vecProbes[k].Load()
 }
 
 // makeVecProbe returns the vector constants of the partitions.

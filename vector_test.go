@@ -120,3 +120,18 @@ func TestVectorMatchesProbes(t *testing.T) {
 		}
 	}
 }
+
+// TestVecProbeShared: filters of one k share one set of vector constants,
+// so that many small filters do not each carry 1.4 KB of them.
+func TestVecProbeShared(t *testing.T) {
+	a, b := New(100, 0.01), New(5000, 0.01)
+	if a.K() != b.K() {
+		t.Fatalf("k = %d and %d", a.K(), b.K())
+	}
+	if a.vec != b.vec {
+		t.Errorf("two filters of k = %d hold different vector constants", a.K())
+	}
+	if a.vec != nil && New(100, 1e-6).vec == a.vec {
+		t.Errorf("filters of different k share vector constants")
+	}
+}
