@@ -46,7 +46,7 @@ func loadAll(t *testing.T, rdb *redis.Client, cmd, key string, chunks []chunk) e
 // Two SCANDUMPs of one key at once, with adds between their chunks: each
 // gets a whole dump, consistent as of its iterator 0.
 func TestConcurrentScanDumpsOfOneKey(t *testing.T) {
-	defer func(old uint64) { scanDumpChunk = old }(scanDumpChunk)
+	restoreAfterShutdown(t, &scanDumpChunk) // SCANDUMP runs off the loop
 	scanDumpChunk = 4096
 	_, addr := start(t, Config{})
 	a, b := client(t, addr), client(t, addr)
@@ -124,7 +124,7 @@ func TestConcurrentScanDumpsOfOneKey(t *testing.T) {
 // least recently continued goes, and its next call says so rather than
 // end the dump early.
 func TestScanDumpsBounded(t *testing.T) {
-	defer func(old uint64) { scanDumpChunk = old }(scanDumpChunk)
+	restoreAfterShutdown(t, &scanDumpChunk) // SCANDUMP runs off the loop
 	scanDumpChunk = 1024
 	_, addr := start(t, Config{MaxDumpBytes: 1 << 20})
 	rdb := client(t, addr)

@@ -474,7 +474,7 @@ func flip(b []byte, i int) []byte {
 }
 
 func TestScanDumpLoadChunk(t *testing.T) {
-	defer func(old uint64) { scanDumpChunk = old }(scanDumpChunk)
+	restoreAfterShutdown(t, &scanDumpChunk) // SCANDUMP runs off the loop
 	scanDumpChunk = 4096
 	_, addr := start(t, Config{})
 	ctx := context.Background()
@@ -730,4 +730,12 @@ func TestConcurrentClients(t *testing.T) {
 	if n, _ := rdb.BFCard(ctx, "fixed").Result(); n != 500 {
 		t.Fatalf("a non-scaling filter for 500 took %d items", n)
 	}
+}
+
+// restoreAfterShutdown gives *v its value back once the test's servers
+// have shut down: cleanups run last first, and Shutdown waits for the
+// goroutines that slow commands (which may read *v) run on.
+func restoreAfterShutdown[T any](t *testing.T, v *T) {
+	old := *v
+	t.Cleanup(func() { *v = old })
 }
