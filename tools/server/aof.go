@@ -186,6 +186,8 @@ type appendLog struct {
 	// for the flusher to catch up.
 	testClock      atomic.Pointer[func() time.Duration]
 	stalledWriters atomic.Int32
+	// syncs counts the fsyncs of flushes, for the tests of group commit.
+	syncs atomic.Int64
 
 	// waiters are the connections whose replies wait (awaitAsync); the
 	// flusher, woken through demand, flushes for them and wakes them.
@@ -587,6 +589,7 @@ func (l *appendLog) flushLocked(sync bool) {
 		if err == nil && sync && l.size > l.syncedSize {
 			if err = l.f.Sync(); err == nil {
 				l.syncedSize = l.size
+				l.syncs.Add(1)
 			}
 		}
 	}

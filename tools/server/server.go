@@ -151,9 +151,6 @@ type Server struct {
 	// closing is set when Shutdown begins: a connection handed to a loop
 	// after it is closed at once.
 	closing atomic.Bool
-	// perConn serves each connection on a goroutine rather than an event
-	// loop (tests of that path).
-	perConn bool
 
 	mu       sync.Mutex
 	ln       net.Listener
@@ -215,7 +212,7 @@ func (s *Server) Serve(ln net.Listener) error {
 	}
 	s.ln, s.serving = ln, true
 	s.mu.Unlock()
-	loops, err := startLoops(s, s.cfg.EventLoops, s.perConn)
+	loops, err := startLoops(s, s.cfg.EventLoops, servePerConnection)
 	if err != nil {
 		close(s.saveDone) // what Shutdown waits for: nothing runs
 		close(s.served)
@@ -282,6 +279,10 @@ func (s *Server) acceptLoop(ln net.Listener) error {
 		}
 	}
 }
+
+// servePerConnection, set by tests, serves each connection on a goroutine
+// of its own rather than an event loop, as where there is no epoll.
+var servePerConnection bool
 
 // closed1 forgets a connection its event loop closed.
 func (s *Server) closed1(*connection) {
