@@ -2,7 +2,8 @@
 # What the append-only log costs "ohbloom serve" per BF.ADD: redis-benchmark
 # (50 clients, random items from 10^6 into a filter reserved for 10^6 at 1%)
 # against a server without the log (--appendonly no), with
-# --appendfsync everysec (the default) and with always, pipelined (-P 16)
+# --appendfsync no (the kernel writes back), everysec (the default) and
+# always, pipelined (-P 16)
 # and not, in alternating rounds. The server's CPU is utime+stime from
 # /proc over the run. Prints one Markdown table of medians over the rounds.
 # Run it alone on the machine:
@@ -35,6 +36,7 @@ cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 # name|flags
 modes=(
   "no log|--appendonly no"
+  "no|--appendfsync no"
   "everysec|--appendfsync everysec"
   "always|--appendfsync always"
 )
