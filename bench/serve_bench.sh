@@ -2,17 +2,26 @@
 # Load-tests "ohbloom serve" with redis-benchmark (Debian's redis-tools) and,
 # as the reference every Redis user knows, redis-server's own set commands
 # (SADD, SISMEMBER) on the same random items, in alternating rounds on the
-# same machine. Prints one Markdown table of medians over the rounds:
-# requests/s, latency, and the server's own CPU time per command
-# (utime+stime from /proc/PID/stat around each redis-benchmark run), with
-# its ratio to redis-server's in the same round; then each server's peak
-# RSS (VmHWM).
+# same machine: 50 clients, items from 10^6 into a filter reserved for 10^6
+# at 1%, pipelined 16 deep and not.
+#
+# Prints one Markdown table of medians over the rounds: requests/s, p50 and
+# p99 latency, the server's own CPU time per command (utime+stime from
+# /proc/PID/stat around each redis-benchmark run) with its ratio to
+# redis-server's in the same round (the median of the rounds' ratios), and
+# the server's peak RSS during the run (VmHWM, reset before each run).
+# Writes every run, one row each, to docs/data/server.csv (the columns
+# docs/charts.md describes), with a first line "# preliminary: ..." when
+# the machine was busy at the start (1-minute load average >= 0.5).
 #
 #   flock /tmp/ohbloom-bench.lock bench/serve_bench.sh [rounds] [requests]
 #
-# OHBLOOM_SERVERS="name=/path/to/ohbloom ..." compares several builds of
-# ohbloom in the same run (default: this tree's, built here). Ports:
-# OHBLOOM_BENCH_PORT (default 46400) and up.
+# requests is per pipelined run (default 1000000); unpipelined runs send a
+# fifth of it. OHBLOOM_SERVERS="name=/path/to/ohbloom ..." compares several
+# builds of ohbloom in the same run (default: this tree's, built here, named
+# ohbloom); the CSV is then written only if OHBLOOM_CSV names a file.
+# OHBLOOM_CSV=path writes it elsewhere. Ports: OHBLOOM_BENCH_PORT (default
+# 46400) and up.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 rounds=${1:-3}
@@ -21,6 +30,7 @@ work=$(mktemp -d /tmp/ohbloom-serve-bench.XXXXXX)
 base_port=${OHBLOOM_BENCH_PORT:-46400}
 REDIS_PORT=$base_port
 hz=$(getconf CLK_TCK)
+load=$(awk '{print $1}' /proc/loadavg)
 pids=()
 cleanup() {
   for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
@@ -30,9 +40,11 @@ cleanup() {
 trap cleanup EXIT
 
 servers=${OHBLOOM_SERVERS:-}
+csv=${OHBLOOM_CSV:-}
 if [ -z "$servers" ]; then
   (cd tools && go build -o "$work/ohbloom" ./cmd/ohbloom)
   servers="ohbloom=$work/ohbloom"
+  csv=${csv:-docs/data/server.csv}
 fi
 
 redis-server --port "$REDIS_PORT" --bind 127.0.0.1 --save "" --appendonly no --daemonize yes \
@@ -60,13 +72,16 @@ done
 
 # cpu_ticks PID: utime+stime of the whole process, in clock ticks.
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+# peak_kb PID: VmHWM; reset_peak PID starts it again from the current RSS.
+peak_kb() { awk '/VmHWM/ {print $2}' "/proc/$1/status"; }
+reset_peak() { echo 5 >"/proc/$1/clear_refs" 2>/dev/null || true; }
 
-# case: label|pipeline|ohbloom command|redis command
+# case|pipeline|ohbloom command|redis command
 cases=(
-  "ADD|16|BF.ADD bench __rand_int__|SADD bench __rand_int__"
-  "EXISTS|16|BF.EXISTS bench __rand_int__|SISMEMBER bench __rand_int__"
-  "ADD|1|BF.ADD bench __rand_int__|SADD bench __rand_int__"
-  "EXISTS|1|BF.EXISTS bench __rand_int__|SISMEMBER bench __rand_int__"
+  "add|16|BF.ADD bench __rand_int__|SADD bench __rand_int__"
+  "test|16|BF.EXISTS bench __rand_int__|SISMEMBER bench __rand_int__"
+  "add|1|BF.ADD bench __rand_int__|SADD bench __rand_int__"
+  "test|1|BF.EXISTS bench __rand_int__|SISMEMBER bench __rand_int__"
 )
 order=("${!names[@]}")
 for round in $(seq "$rounds"); do
@@ -77,11 +92,13 @@ for round in $(seq "$rounds"); do
     for i in "${order[@]}"; do
       cmd=$bcmd
       [ "$i" = 0 ] && cmd=$rcmd
+      reset_peak "${spids[$i]}"
       before=$(cpu_ticks "${spids[$i]}")
       # shellcheck disable=SC2086
       line=$(redis-benchmark -p "${ports[$i]}" -c 50 -P "$pipe" -n "$n" -r 1000000 --csv $cmd | tail -n 1 | tr -d '"')
       after=$(cpu_ticks "${spids[$i]}")
-      echo "$round|${names[$i]}|$label|$pipe|$n|$((after - before))|$line" >>"$work/results"
+      # round|name|case|pipe|n|ticks|peak kB|command|test,rps,avg,min,p50,p95,p99,max
+      echo "$round|${names[$i]}|$label|$pipe|$n|$((after - before))|$(peak_kb "${spids[$i]}")|${cmd%% *}|$line" >>"$work/results"
     done
   done
   # Alternate which server goes first in each case.
@@ -90,18 +107,19 @@ for round in $(seq "$rounds"); do
 done
 
 echo "Server CPU per command = (utime+stime)/requests; ratio = that / redis-server's"
-echo "SADD or SISMEMBER CPU per command in the same round (medians of $rounds rounds;"
-echo "redis-benchmark -c 50 -r 1000000, $requests requests pipelined, $((requests / 5)) not)."
+echo "SADD or SISMEMBER CPU per command in the same round; peak RSS = VmHWM during"
+echo "the run. Medians of $rounds rounds; redis-benchmark -c 50 -r 1000000, $requests"
+echo "requests pipelined, $((requests / 5)) not; 1-minute load average $load at the start."
 echo
-echo "| server | command | pipeline | requests/s | p50 ms | CPU µs/command | ratio to redis |"
-echo "|---|---|---:|---:|---:|---:|---:|"
+echo "| case | server | command | pipeline | requests/s | p50 ms | p99 ms | CPU µs/command | ratio to redis | peak RSS MB |"
+echo "|---|---|---|---:|---:|---:|---:|---:|---:|---:|"
 awk -F'|' -v hz="$hz" '
-  { # round|name|label|pipe|n|ticks|test,rps,avg,min,p50,p95,p99,max
-    split($7, f, ",")
-    key = $2 "|" $3 "|" $4
+  { split($9, f, ",")
+    key = $3 "|" $2 "|" $8 "|" $4
     cpu = $6 / hz * 1e6 / $5
-    cpus[key] = cpus[key] " " cpu; rps[key] = rps[key] " " f[2]; p50[key] = p50[key] " " f[5]
-    cpuOf[$1 "|" key] = cpu
+    cpus[key] = cpus[key] " " cpu; rps[key] = rps[key] " " f[2]
+    p50[key] = p50[key] " " f[5]; p99[key] = p99[key] " " f[7]; rss[key] = rss[key] " " $7 / 1024
+    cpuOf[$1 "|" $3 "|" $2 "|" $4] = cpu
     if (!(key in seen)) { seen[key] = 1; keys[++nk] = key }
     rounds[$1] = 1
   }
@@ -115,17 +133,25 @@ awk -F'|' -v hz="$hz" '
       split(keys[k], p, "|")
       ratios = ""
       for (r in rounds) {
-        rk = r "|redis|" p[2] "|" p[3]
-        if ((r "|" keys[k]) in cpuOf && cpuOf[rk] > 0) ratios = ratios " " cpuOf[r "|" keys[k]] / cpuOf[rk]
+        rk = r "|" p[1] "|redis|" p[4]
+        if ((r "|" p[1] "|" p[2] "|" p[4]) in cpuOf && cpuOf[rk] > 0) ratios = ratios " " cpuOf[r "|" p[1] "|" p[2] "|" p[4]] / cpuOf[rk]
       }
-      cmd = (p[1] == "redis") ? (p[2] == "ADD" ? "SADD" : "SISMEMBER") : "BF." p[2]
-      printf "| %s | %s | %s | %.0f | %s | %.2f | %.2f |\n", p[1], cmd, p[3], median(rps[keys[k]]), median(p50[keys[k]]), median(cpus[keys[k]]), median(ratios)
+      printf "| %s | %s | %s | %s | %.0f | %.3f | %.3f | %.2f | %.2f | %.1f |\n", p[1], p[2], p[3], p[4], median(rps[keys[k]]), median(p50[keys[k]]), median(p99[keys[k]]), median(cpus[keys[k]]), median(ratios), median(rss[keys[k]])
     }
-  }' "$work/results" | sort -t'|' -k4,4r -k3,3 -k2,2
+  }' "$work/results" | sort -t'|' -k5,5r -k2,2 -k3,3
 
-echo
-for i in "${!names[@]}"; do
-  echo "${names[$i]}: peak RSS $(awk '/VmHWM/ {print $2, $3}' "/proc/${spids[$i]}/status")"
-done
 bf_bytes=$(redis-cli -p "${ports[1]}" BF.INFO bench SIZE)
+echo
 echo "(the filter, reserved for 10^6 items at 1%, takes $bf_bytes bytes)"
+
+if [ -n "$csv" ]; then
+  {
+    if awk -v l="$load" 'BEGIN { exit !(l >= 0.5) }'; then
+      echo "# preliminary: the machine was busy (1-minute load average $load at the start), so other processes shared its cores"
+    fi
+    echo "# bench/serve_bench.sh $rounds $requests: $rounds rounds alternating the servers; ohbloom serve at $(git rev-parse --short HEAD)$(git diff --quiet HEAD -- tools || echo '+changes'), $(redis-server --version | awk '{print $1, $3}' | tr -d 'v='); CPU = utime+stime of /proc/PID/stat, $((1000 / hz)) ms ticks; $(nproc) cores"
+    echo "case,server,command,pipeline,clients,round,requests,requests_per_s,cpu_us_per_cmd,p50_ms,p99_ms"
+    awk -F'|' -v hz="$hz" '{ split($9, f, ","); printf "%s,%s,%s,%s,50,%s,%s,%s,%.4f,%s,%s\n", $3, $2, $8, $4, $1, $5, f[2], $6 / hz * 1e6 / $5, f[5], f[7] }' "$work/results"
+  } >"$csv"
+  echo "wrote $csv" >&2
+fi

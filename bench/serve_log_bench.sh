@@ -2,12 +2,17 @@
 # What the append-only log costs "ohbloom serve" per BF.ADD: redis-benchmark
 # (50 clients, random items from 10^6 into a filter reserved for 10^6 at 1%)
 # against a server without the log (--appendonly no), with
-# --appendfsync everysec (the default) and with always, pipelined (-P 16)
+# --appendfsync no (the kernel writes back), everysec (the default) and
+# always, pipelined (-P 16)
 # and not, in alternating rounds. The server's CPU is utime+stime from
 # /proc over the run. Prints one Markdown table of medians over the rounds.
 # Run it alone on the machine:
 #
 #   flock /tmp/ohbloom-bench.lock bench/serve_log_bench.sh [rounds] [requests]
+#
+# OHBLOOM_SERVERS="name=/path/to/ohbloom ..." compares several builds in
+# the same run, one after the other in each case of each round (default:
+# this tree's, built here). Port: OHBLOOM_BENCH_PORT (default 47150).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 rounds=${1:-3}
@@ -19,7 +24,11 @@ cleanup() {
   rm -rf "$work"
 }
 trap cleanup EXIT
-go build -o "$work/ohbloom" ./tools/cmd/ohbloom
+servers=${OHBLOOM_SERVERS:-}
+if [ -z "$servers" ]; then
+  (cd tools && go build -o "$work/ohbloom" ./cmd/ohbloom)
+  servers="ohbloom=$work/ohbloom"
+fi
 tck=$(getconf CLK_TCK)
 
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
@@ -27,6 +36,7 @@ cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 # name|flags
 modes=(
   "no log|--appendonly no"
+  "no|--appendfsync no"
   "everysec|--appendfsync everysec"
   "always|--appendfsync always"
 )
@@ -36,42 +46,51 @@ for round in $(seq "$rounds"); do
     [ "$pipe" = 1 ] && n=$((requests / 5))
     for m in "${modes[@]}"; do
       IFS='|' read -r name flags <<<"$m"
-      rm -rf "$work/data" && mkdir "$work/data"
-      # shellcheck disable=SC2086
-      "$work/ohbloom" serve --addr "127.0.0.1:$port" --dir "$work/data" --save-interval -1s $flags 2>"$work/serve.log" &
-      pid=$!
-      for _ in $(seq 50); do redis-cli -p "$port" ping >/dev/null 2>&1 && break; sleep 0.1; done
-      redis-cli -p "$port" BF.RESERVE bench 0.01 1000000 >/dev/null
-      before=$(cpu_ticks "$pid")
-      rps=$(redis-benchmark -p "$port" -c 50 -P "$pipe" -n "$n" -r 1000000 --csv BF.ADD bench __rand_int__ |
-        tail -n 1 | tr -d '"' | awk -F, '{print $2}')
-      after=$(cpu_ticks "$pid")
-      sleep 1.2 # everysec writes within a second
-      log_bytes=0
-      for f in "$work"/data/appendonly-*.ohbl; do
-        [ -f "$f" ] && log_bytes=$((log_bytes + $(stat -c %s "$f")))
+      for s in $servers; do
+        sname=${s%%=*}
+        bin=${s#*=}
+        rm -rf "$work/data" && mkdir "$work/data"
+        # shellcheck disable=SC2086
+        "$bin" serve --addr "127.0.0.1:$port" --dir "$work/data" --save-interval -1s $flags 2>"$work/serve.log" &
+        pid=$!
+        for _ in $(seq 50); do redis-cli -p "$port" ping >/dev/null 2>&1 && break; sleep 0.1; done
+        redis-cli -p "$port" BF.RESERVE bench 0.01 1000000 >/dev/null
+        before=$(cpu_ticks "$pid")
+        line=$(redis-benchmark -p "$port" -c 50 -P "$pipe" -n "$n" -r 1000000 --csv BF.ADD bench __rand_int__ |
+          tail -n 1 | tr -d '"')
+        after=$(cpu_ticks "$pid")
+        sleep 1.2 # everysec writes within a second
+        log_bytes=0
+        for f in "$work"/data/appendonly-*.ohbl; do
+          [ -f "$f" ] && log_bytes=$((log_bytes + $(stat -c %s "$f")))
+        done
+        kill "$pid"; wait "$pid" 2>/dev/null || true
+        # test,rps,avg,min,p50,p95,p99,max
+        awk -F, -v s="$sname" -v name="$name" -v pipe="$pipe" -v t=$((after - before)) -v tck="$tck" -v n="$n" -v lb="${log_bytes:-0}" \
+          '{ printf "%s|%s|%s|%.0f|%.3f|%.1f|%s|%s\n", s, name, pipe, $2, t / tck / n * 1e6, lb / n, $5, $7 }' <<<"$line" >>"$work/results"
       done
-      kill "$pid"; wait "$pid" 2>/dev/null || true
-      awk -v name="$name" -v pipe="$pipe" -v rps="$rps" -v t=$((after - before)) -v tck="$tck" -v n="$n" -v lb="${log_bytes:-0}" \
-        'BEGIN { printf "%s|%s|%.0f|%.3f|%.1f\n", name, pipe, rps, t / tck / n * 1e6, lb / n }' >>"$work/results"
     done
   done
   echo "round $round of $rounds done" >&2
 done
 
 median() { sort -n | awk '{v[NR] = $1} END {print v[int((NR + 1) / 2)]}'; }
-column() { awk -F'|' -v want="$1" -v p="$2" -v c="$3" '$1 == want && $2 == p {print $c}' "$work/results" | median; }
-echo "| BF.ADD | pipeline | requests/s | server CPU µs/op | CPU vs no log | log bytes/op |"
-echo "|---|---:|---:|---:|---:|---:|"
+column() { awk -F'|' -v s="$1" -v want="$2" -v p="$3" -v c="$4" '$1 == s && $2 == want && $3 == p {print $c}' "$work/results" | median; }
+echo "| server | BF.ADD | pipeline | requests/s | p50 ms | p99 ms | server CPU µs/op | CPU vs no log | log bytes/op |"
+echo "|---|---|---:|---:|---:|---:|---:|---:|---:|"
 for pipe in 16 1; do
-  base=$(column "no log" "$pipe" 4)
-  for m in "${modes[@]}"; do
-    IFS='|' read -r name _ <<<"$m"
-    awk -v name="$name" -v pipe="$pipe" -v rps="$(column "$name" "$pipe" 3)" -v cpu="$(column "$name" "$pipe" 4)" \
-      -v lb="$(column "$name" "$pipe" 5)" -v base="$base" \
-      'BEGIN { printf "| %s | %s | %.0f | %.3f | %.2f | %.1f |\n", name, pipe, rps, cpu, cpu / base, lb }'
+  for s in $servers; do
+    sname=${s%%=*}
+    base=$(column "$sname" "no log" "$pipe" 5)
+    for m in "${modes[@]}"; do
+      IFS='|' read -r name _ <<<"$m"
+      awk -v s="$sname" -v name="$name" -v pipe="$pipe" -v rps="$(column "$sname" "$name" "$pipe" 4)" \
+        -v cpu="$(column "$sname" "$name" "$pipe" 5)" -v lb="$(column "$sname" "$name" "$pipe" 6)" -v base="$base" \
+        -v p50="$(column "$sname" "$name" "$pipe" 7)" -v p99="$(column "$sname" "$name" "$pipe" 8)" \
+        'BEGIN { printf "| %s | %s | %s | %.0f | %s | %s | %.3f | %.2f | %.1f |\n", s, name, pipe, rps, p50, p99, cpu, cpu / base, lb }'
+    done
   done
 done
 echo
-echo "Raw rounds (mode|pipeline|requests/s|CPU µs/op|log bytes/op):"
+echo "Raw rounds (server|mode|pipeline|requests/s|CPU µs/op|log bytes/op|p50 ms|p99 ms):"
 cat "$work/results"

@@ -4,7 +4,9 @@
 # redis-benchmark load, with perf's syscall tracepoints (cheap enough not
 # to change the pattern, unlike strace). Prints one line per server and
 # case: calls per command of read, write, epoll_wait/epoll_pwait, futex,
-# nanosleep and in all, and context switches per command.
+# nanosleep and in all, and context switches per command; and the server's
+# CPU time per command (perf's task-clock: not the same run as
+# serve_bench.sh's ratios, which come from alternating rounds).
 #
 #   flock /tmp/ohbloom-bench.lock bench/serve_syscalls.sh [requests]
 #
@@ -25,7 +27,7 @@ if [ -z "$servers" ]; then
   (cd tools && go build -o "$work/ohbloom" ./cmd/ohbloom)
   servers="ohbloom=$work/ohbloom"
 fi
-events=syscalls:sys_enter_read,syscalls:sys_enter_write,syscalls:sys_enter_epoll_wait,syscalls:sys_enter_epoll_pwait,syscalls:sys_enter_futex,syscalls:sys_enter_nanosleep,raw_syscalls:sys_enter,context-switches
+events=task-clock,syscalls:sys_enter_read,syscalls:sys_enter_write,syscalls:sys_enter_epoll_wait,syscalls:sys_enter_epoll_pwait,syscalls:sys_enter_futex,syscalls:sys_enter_nanosleep,raw_syscalls:sys_enter,context-switches
 
 measure() { # name pid port pipeline command...
   local name=$1 pid=$2 port=$3 pipe=$4
@@ -39,8 +41,8 @@ measure() { # name pid port pipeline command...
   awk -F, -v name="$name" -v pipe="$pipe" -v n="$requests" -v cmd="$1" '
     /sys_enter_read/ { r = $1 } /sys_enter_write/ { w = $1 }
     /sys_enter_epoll/ { e += $1 } /sys_enter_futex/ { f = $1 } /nanosleep/ { s = $1 }
-    /raw_syscalls/ { t = $1 } /context-switches/ { c = $1 }
-    END { printf "| %s | %s | %s | %.2f | %.2f | %.3f | %.3f | %.3f | %.2f | %.3f |\n", name, cmd, pipe, r/n, w/n, e/n, f/n, s/n, t/n, c/n }' "$work/perf"
+    /raw_syscalls/ { t = $1 } /context-switches/ { c = $1 } /task-clock/ { ms = $1 }
+    END { printf "| %s | %s | %s | %.2f | %.2f | %.2f | %.3f | %.3f | %.3f | %.2f | %.3f |\n", name, cmd, pipe, ms*1000/n, r/n, w/n, e/n, f/n, s/n, t/n, c/n }' "$work/perf"
 }
 
 port=$base_port
@@ -48,8 +50,8 @@ redis-server --port "$port" --bind 127.0.0.1 --save "" --appendonly no --daemoni
   --dir "$work" --logfile "$work/redis.log" --pidfile "$work/redis.pid"
 for _ in $(seq 100); do redis-cli -p "$port" ping >/dev/null 2>&1 && break; sleep 0.1; done
 redis_pid=$(cat "$work/redis.pid")
-echo "| server | command | pipeline | read | write | epoll_wait | futex | nanosleep | all syscalls | context switches |"
-echo "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"
+echo "| server | command | pipeline | CPU µs | read | write | epoll_wait | futex | nanosleep | all syscalls | context switches |"
+echo "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
 for pipe in 1 16; do
   measure redis "$redis_pid" "$port" "$pipe" SISMEMBER bench __rand_int__
 done

@@ -53,11 +53,16 @@ package server
 //
 // Writers append records to one buffer under a mutex (a copy, no I/O).
 // Whoever flushes takes the buffer whole, writes it and, as the policy
-// says, fsyncs it, holding no lock meanwhile: under always, a change's
-// reply waits until its record is fsynced, and the first waiter to find no
-// flush running does the flush for everyone waiting (group commit); under
-// everysec and no, a background flusher writes (and under everysec syncs)
-// every second, or sooner when a megabyte is waiting.
+// says, fsyncs it, holding no lock meanwhile. A background flusher writes
+// (and under everysec syncs) every second, or sooner when a megabyte is
+// waiting. Under always, a change's reply waits until its record is
+// fsynced: a connection whose replies wait registers with the log and
+// runs nothing more, its event loop serving the others meanwhile; the
+// flusher writes and fsyncs everything appended for all the connections
+// waiting at once (group commit), wakes those it made durable, and goes
+// again for the ones that came during the fsync. (A caller that may block,
+// outside the event loops, waits in await instead, and flushes itself if
+// no flush runs.)
 
 import (
 	"encoding/binary"
@@ -206,6 +211,13 @@ type appendLog struct {
 	// for the flusher to catch up.
 	testClock      atomic.Pointer[func() time.Duration]
 	stalledWriters atomic.Int32
+	// syncs counts the fsyncs of flushes, for the tests of group commit.
+	syncs atomic.Int64
+
+	// waiters are the connections whose replies wait (awaitAsync); the
+	// flusher, woken through demand, flushes for them and wakes them.
+	waiters, releasing []pendingWait
+	demand             chan struct{}
 
 	wake chan struct{}
 	stop chan struct{}
@@ -223,7 +235,7 @@ type loadPiece struct {
 // starts segment 1, and starts the flusher.
 func openLog(dir string, policy fsyncPolicy, segs []segmentFile, logger *slog.Logger) (*appendLog, error) {
 	l := &appendLog{dir: dir, policy: policy, logger: logger, epoch: time.Now(),
-		wake: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
+		wake: make(chan struct{}, 1), demand: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
 	l.cond.L = &l.mu
 	if len(segs) == 0 {
 		f, err := createSegment(dir, 1)
@@ -498,6 +510,104 @@ func (l *appendLog) await(pos uint64) error {
 	return nil
 }
 
+// logWaiter is a connection whose replies wait for the log: logDone
+// tells it that they may go, or, with the log's error, that they must not.
+// It is called from the flusher's goroutine and must not block.
+type logWaiter interface{ logDone(err error) }
+
+type pendingWait struct {
+	pos uint64
+	w   logWaiter
+}
+
+// awaitAsync is await for an event loop, which must not block. If the
+// replies of the change ending at pos may go now it reports wait false
+// (and, under always, the log's error if they must not go at all).
+// Otherwise it registers w, which the flusher calls once they may go, or
+// with the log's error.
+func (l *appendLog) awaitAsync(pos uint64, w logWaiter) (wait bool, err error) {
+	if l.policy != fsyncAlways && l.buffered.Load() <= maxBuffered && !l.stalled() {
+		return false, nil
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.policy == fsyncAlways {
+		switch {
+		case l.err != nil:
+			return false, l.err
+		case l.durable >= pos:
+			return false, nil
+		}
+	} else if l.err != nil || !(int64(len(l.buf)) > maxBuffered || l.stalledLocked()) {
+		return false, nil // as await: no wait once the log has failed
+	} else {
+		l.stalledWriters.Add(1)
+	}
+	l.waiters = append(l.waiters, pendingWait{pos, w})
+	select {
+	case l.demand <- struct{}{}:
+	default:
+	}
+	return true, nil
+}
+
+// serveWaiters is the flusher's work for the waiting connections: it
+// writes (and syncs) until they may be answered, and wakes them. Under
+// always, each round fsyncs for every connection waiting, and wakes those
+// whose records it made durable (group commit).
+func (l *appendLog) serveWaiters() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for len(l.waiters) > 0 {
+		if l.flushing {
+			l.cond.Wait() // a save's rotation, or a blocking writer's flush
+			continue
+		}
+		done := l.releasing[:0]
+		var err error
+		if l.policy == fsyncAlways {
+			if err = l.err; err != nil {
+				done = append(done, l.waiters...)
+				clear(l.waiters)
+				l.waiters = l.waiters[:0]
+			} else {
+				keep := l.waiters[:0]
+				for _, pw := range l.waiters {
+					if pw.pos <= l.durable {
+						done = append(done, pw)
+					} else {
+						keep = append(keep, pw)
+					}
+				}
+				clear(l.waiters[len(keep):])
+				l.waiters = keep
+			}
+			if len(done) == 0 {
+				l.flushLocked(true)
+				continue
+			}
+		} else {
+			if l.err == nil && (int64(len(l.buf)) > maxBuffered || l.stalledLocked()) {
+				l.flushLocked(l.policy == fsyncEverysec)
+				continue
+			}
+			done = append(done, l.waiters...)
+			clear(l.waiters)
+			l.waiters = l.waiters[:0]
+		}
+		l.mu.Unlock()
+		for _, pw := range done {
+			if l.policy != fsyncAlways {
+				l.stalledWriters.Add(-1)
+			}
+			pw.w.logDone(err)
+		}
+		clear(done)
+		l.mu.Lock()
+		l.releasing = done[:0]
+	}
+}
+
 func (l *appendLog) stalled() bool {
 	if l.policy != fsyncEverysec {
 		return false
@@ -549,6 +659,7 @@ func (l *appendLog) flushLocked(sync bool) {
 		if err == nil && sync && l.size > l.syncedSize {
 			if err = l.f.Sync(); err == nil {
 				l.syncedSize = l.size
+				l.syncs.Add(1)
 			}
 		}
 	}
@@ -754,7 +865,9 @@ func (l *appendLog) run() {
 			}
 		case <-l.wake:
 			l.flush(false)
+		case <-l.demand:
 		}
+		l.serveWaiters()
 	}
 }
 
@@ -772,10 +885,22 @@ func (l *appendLog) flush(sync bool) error {
 }
 
 // close flushes and syncs what is waiting and closes the segment.
+// Connections still waiting (their loops have stopped) are told that the
+// log closed.
 func (l *appendLog) close() error {
 	close(l.stop)
 	<-l.done
 	err := l.flush(l.policy != fsyncNo)
+	l.mu.Lock()
+	waiters := l.waiters
+	l.waiters = nil
+	l.mu.Unlock()
+	for _, pw := range waiters {
+		if l.policy != fsyncAlways {
+			l.stalledWriters.Add(-1)
+		}
+		pw.w.logDone(errors.New("the append-only log was closed"))
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return errors.Join(err, l.f.Close())
@@ -808,6 +933,18 @@ func (s *Server) commit(sess *session, pos uint64) error {
 // noteLog records a position the connection's replies depend on, to be
 // waited for by the command's commit.
 func noteLog(sess *session, pos uint64) { sess.log.pos = max(sess.log.pos, pos) }
+
+// awaitLog is syncLog for an event loop, which must not block: wait
+// false means the replies may go now (unless err), wait true that w is
+// woken once they may.
+func (s *Server) awaitLog(sess *session, w logWaiter) (wait bool, err error) {
+	pos := sess.log.pos
+	sess.log.pos = 0
+	if pos == 0 || s.store.log == nil {
+		return false, nil
+	}
+	return s.store.log.awaitAsync(pos, w)
+}
 
 // syncLog waits until the changes of the connection's pending replies may
 // be acknowledged. The network layer calls it, on a deferred connection,

@@ -7,11 +7,12 @@ import "unsafe"
 // Between MULTI and EXEC a client's commands are checked (known, right
 // number of arguments) and queued, each answered +QUEUED; one that fails
 // the check is answered its error and makes EXEC answer EXECABORT. EXEC
-// runs the queue holding every shard of the server's exec lock, so no
-// other client's command runs between the queued ones, and answers an
-// array of their replies. The queue is a copy of the commands' bytes,
-// counted against the client's MaxRequestBytes and the server's
-// MaxBufferedBytes.
+// runs the queue holding the server's slow lock exclusively (no slow
+// command runs off the loops meanwhile) and every shard of its exec lock
+// (no command runs on the loops), so no other client's command runs
+// between the queued ones, and answers an array of their replies. The
+// queue is a copy of the commands' bytes, counted against the client's
+// MaxRequestBytes and the server's MaxBufferedBytes.
 
 // multiState is a transaction being queued.
 type multiState struct {
@@ -22,6 +23,7 @@ type multiState struct {
 	// counted, or a queue of empty arguments would grow past every limit.
 	spanBytes int64
 	dirty     bool // a command was refused: EXEC aborts
+	slow      bool // a slow command is queued: EXEC runs off the loop
 }
 
 // spanSize is the memory of one span.
@@ -100,6 +102,7 @@ func (s *Server) queue(sess *session, w replier, c command, known bool, args [][
 	}
 	m.cmds = append(m.cmds, spans)
 	m.spanBytes += spanSize * int64(cap(spans))
+	m.slow = m.slow || c.slow
 	w.WriteString("QUEUED")
 }
 
@@ -114,8 +117,14 @@ func cmdExec(s *Server, sess *session, w replier, _ [][]byte) {
 		w.WriteError(errExecAbort)
 		return
 	}
-	// The shards are taken in order, each client holding at most its own
-	// while it waits for none: so no two EXECs can deadlock.
+	// The slow lock comes first, taken while no shard is held (a
+	// connection took it for us if it holds it); then the shards, in
+	// order, each client holding at most its own while it waits for none:
+	// so no two EXECs can deadlock.
+	if !sess.holdsSlow {
+		s.slow.Lock()
+		defer s.slow.Unlock()
+	}
 	sess.withoutShard(func() {
 		s.execLock.lockAll()
 		defer s.execLock.unlockAll()

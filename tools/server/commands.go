@@ -19,6 +19,11 @@ type command struct {
 	// control commands run at once inside MULTI instead of being queued:
 	// MULTI, EXEC, DISCARD, WATCH, QUIT.
 	control bool
+	// slow commands may take long (a save, a scan of the keyspace, a
+	// whole filter built, dumped or removed): a connection runs them on a
+	// goroutine of their own, so that its event loop serves the other
+	// clients meanwhile (conn.go).
+	slow bool
 	// name is the registered, lower-case name, for messages.
 	name string
 }
@@ -46,21 +51,21 @@ func init() {
 		"client":   {arity: -2, run: cmdClient},
 		"command":  {arity: -1, run: cmdCommand},
 		"config":   {arity: -2, run: cmdConfig},
-		"info":     {arity: -1, run: cmdInfo},
+		"info":     {arity: -1, slow: true, run: cmdInfo},
 		"dbsize":   {arity: 1, run: func(s *Server, _ *session, w replier, _ [][]byte) { w.WriteInt64(int64(s.store.len())) }},
-		"del":      {arity: -2, run: cmdDel},
-		"unlink":   {arity: -2, run: cmdDel},
+		"del":      {arity: -2, slow: true, run: cmdDel},
+		"unlink":   {arity: -2, slow: true, run: cmdDel},
 		"exists":   {arity: -2, run: cmdExists},
 		"type":     {arity: 2, run: cmdType},
-		"keys":     {arity: 2, run: cmdKeys},
-		"scan":     {arity: -2, run: cmdScan},
-		"flushall": {arity: -1, run: cmdFlush},
-		"flushdb":  {arity: -1, run: cmdFlush},
-		"save":     {arity: 1, run: cmdSave},
+		"keys":     {arity: 2, slow: true, run: cmdKeys},
+		"scan":     {arity: -2, slow: true, run: cmdScan},
+		"flushall": {arity: -1, slow: true, run: cmdFlush},
+		"flushdb":  {arity: -1, slow: true, run: cmdFlush},
+		"save":     {arity: 1, slow: true, run: cmdSave},
 		"bgsave":   {arity: -1, run: cmdBgsave},
 		"lastsave": {arity: 1, run: func(s *Server, _ *session, w replier, _ [][]byte) { w.WriteInt64(s.store.lastSave.Load()) }},
 
-		"bf.reserve":   {arity: -4, run: cmdBFReserve},
+		"bf.reserve":   {arity: -4, slow: true, run: cmdBFReserve},
 		"bf.add":       {arity: 3, run: cmdBFAdd},
 		"bf.madd":      {arity: -3, run: cmdBFAdd},
 		"bf.insert":    {arity: -4, run: cmdBFInsert},
@@ -68,10 +73,10 @@ func init() {
 		"bf.mexists":   {arity: -3, run: cmdBFExists},
 		"bf.info":      {arity: -2, run: cmdBFInfo},
 		"bf.card":      {arity: 2, run: cmdBFCard},
-		"bf.scandump":  {arity: 3, run: cmdScanDump},
-		"bf.loadchunk": {arity: 4, run: cmdLoadChunk},
+		"bf.scandump":  {arity: 3, slow: true, run: cmdScanDump},
+		"bf.loadchunk": {arity: 4, slow: true, run: cmdLoadChunk},
 
-		"cf.reserve":   {arity: -3, run: cmdCFReserve},
+		"cf.reserve":   {arity: -3, slow: true, run: cmdCFReserve},
 		"cf.add":       {arity: 3, run: cmdCFAdd},
 		"cf.addnx":     {arity: 3, run: cmdCFAdd},
 		"cf.insert":    {arity: -4, run: cmdCFInsert},
@@ -81,8 +86,8 @@ func init() {
 		"cf.count":     {arity: 3, run: cmdCFExists},
 		"cf.del":       {arity: 3, run: cmdCFDel},
 		"cf.info":      {arity: 2, run: cmdCFInfo},
-		"cf.scandump":  {arity: 3, run: cmdScanDump},
-		"cf.loadchunk": {arity: 4, run: cmdLoadChunk},
+		"cf.scandump":  {arity: 3, slow: true, run: cmdScanDump},
+		"cf.loadchunk": {arity: 4, slow: true, run: cmdLoadChunk},
 	}
 	for name, c := range commands {
 		c.name = name
@@ -113,13 +118,19 @@ func (s *Server) exec(sess *session, w replier, args [][]byte) {
 		w.WriteError("ERR empty command")
 		return
 	}
+	c, ok := lookup(args[0])
+	s.execCommand(sess, w, args, c, ok)
+}
+
+// execCommand is exec of a command already looked up: c, ok are
+// lookup(args[0]).
+func (s *Server) execCommand(sess *session, w replier, args [][]byte, c command, ok bool) {
 	defer func() {
 		if r := recover(); r != nil {
 			s.logPanic.log(s.cfg.Logger, "command panicked", "command", lowerName(args[0]), "panic", r)
 			w.WriteError(fmt.Sprintf("ERR internal error in '%s'", lowerName(args[0])))
 		}
 	}()
-	c, ok := lookup(args[0])
 	if sess.multi != nil && !(ok && c.control) && sess.authed {
 		s.queue(sess, w, c, ok, args)
 		return

@@ -1,89 +1,108 @@
 package server
 
 import (
-	"runtime/debug"
 	"sync"
 	"time"
-
-	"github.com/panjf2000/gnet/v2"
 )
 
-// One connection. Connections are served by a few event loops
-// (github.com/panjf2000/gnet/v2), as Redis serves them from its one: a
-// loop waits in epoll for any of its connections, reads what arrived,
-// runs every complete command in it and sends all their replies with one
-// write. A request is parsed where gnet read it, without a copy; only the
-// unfinished tail of one is copied, to the connection's own buffer.
+// One connection: its commands, its replies and what it may hold. The
+// transport that feeds it bytes and takes its replies is an event loop
+// (loop_linux.go) or, elsewhere, a goroutine (conn_goroutine.go); this
+// file is the part they share.
 //
-// Why an event loop rather than a goroutine per connection: measured
-// side by side with redis-server 7.0 (SADD/SISMEMBER) and the redcon
-// server this layer replaced, in the same run (bench/serve_bench.sh 3
-// 1000000: medians of 3 alternating rounds, 50 clients, -r 1000000, on a
-// shared 2-core machine), server CPU per command and its ratio to
-// Redis's:
-//
-//	                    redcon      goroutine  gnet,    gnet,
-//	                                per conn   2 loops  1 loop (default here)
-//	BF.ADD    -P 16     1.65 µs .97 1.23 .75   1.38 .85 1.00 .60
-//	BF.EXISTS -P 16     1.65 µs 1.0 1.20 .81   1.34 .84 0.92 .58
-//	BF.ADD    -P 1      14.7 µs 1.4 14.5 1.32  10.9 1.07 11.1 .99
-//	BF.EXISTS -P 1      15.1 µs 1.4 15.6 1.41  13.1 1.25 11.4 1.09
-//
-// Unpipelined, the kernel's work per system call dominates;
-// bench/serve_syscalls.sh counts them per command: redis-server 2.1
-// (read, write, a share of epoll_wait); a goroutine per connection 3.4 (a
-// second read that finds nothing and parks the goroutine, and the Go
-// scheduler's futex and nanosleep wake-ups); gnet 2.8 (read, write, and
-// 0.6 epoll_wait: it polls once more without blocking before it
-// blocks). One loop batches more events per wake-up than two, and on two
-// cores the clients and the kernel's loopback work need the other core:
-// so the default is one loop per two cores.
+// A connection runs the commands of what it read at once, in order, and
+// appends their replies to one buffer, handed to the socket after the
+// batch. Three things stop it running commands, and it then stops reading
+// (the client's further bytes wait in the kernel, which pushes back on
+// the client), until another goroutine wakes it:
+//   - its replies wait for the append-only log (under appendfsync always,
+//     until their changes are fsynced; under everysec, while the disk
+//     stalls): the log's flusher wakes it. Replies leave only after, in
+//     order; if the log fails, the connection closes without them;
+//   - a slow command (a save, a scan of the whole keyspace, a dump of a
+//     whole filter: command.slow) runs on a goroutine of its own, so that
+//     the loop serves the other clients meanwhile;
+//   - an AUTH waits its turn at the password gate (auth.go).
 //
 // Memory a client can make the server hold is bounded three ways:
 //   - the buffer of one request is at most MaxRequestBytes (plus one
 //     header line), and the parser's per-argument slices at most as much
-//     again; a client that sends more is told and disconnected;
-//   - all clients' buffers together take from one budget,
-//     MaxBufferedBytes; a client that would exceed it is told and
-//     disconnected, so a crowd cannot add up what no single one may hold;
+//     again; a client that sends more is told and disconnected; replies it
+//     leaves unread are bounded by MaxRequestBytes too;
+//   - all clients' buffers together, requests and replies, take from one
+//     budget, MaxBufferedBytes; a client whose request would exceed it is
+//     told and disconnected, one whose replies would is disconnected, so
+//     that a crowd cannot add up what no single one may hold;
 //   - before AUTH, Redis's own limits: 10 arguments of 16 KiB.
 //
 // Buffers grow by doubling only when bytes arrive to fill them, never to
-// a length a client announced. An idle connection holds no buffer.
+// a length a client announced. An emptied buffer is kept for the next
+// batch only while it is small and the budget has room (keep).
 
 const (
 	// readBufferBytes is the least a connection's buffer holds once it
 	// needs one.
 	readBufferBytes = 4 << 10
+	// loopReadBytes is what one read takes from a socket at most, into
+	// the loop's buffer.
+	loopReadBytes = 64 << 10
 	// flushBytes is how much reply may wait in the buffer while commands
 	// of one batch run; past it the replies are handed to the socket
 	// first.
 	flushBytes = 64 << 10
+	// keepBufferBytes is the largest request or reply buffer a
+	// connection keeps between batches (see keep).
+	keepBufferBytes = 256 << 10
 	// unauthPendingBytes bounds the commands a client that has not
 	// authenticated may have waiting while its AUTH is held at the gate.
 	unauthPendingBytes = 256 << 10
 )
 
-// connection is one client's state, used by its event loop only.
+// Why a connection runs no command now (connection.block).
+const (
+	blockLog   uint8 = 1 << iota // its replies wait for the append-only log
+	blockBusy                    // a slow command of it runs off the loop
+	blockPause                   // its AUTH waits its turn at the gate
+)
+
+// wakeKind says what woke a connection, or what its loop must do.
+type wakeKind uint8
+
+const (
+	wakeLog   wakeKind = iota + 1 // the log acknowledged its replies' changes, or failed
+	wakeBusy                      // its slow command finished
+	wakePause                     // its AUTH's turn at the gate came
+	wakeOpen                      // loop: serve this new connection
+	wakeClose                     // loop: close this connection (Shutdown)
+	wakeStop                      // loop: stop
+)
+
+// connection is one client's state. Its transport's goroutine (its event
+// loop) uses it, but for a slow command's goroutine while block has
+// blockBusy, which then has the session and the replies to itself.
 type connection struct {
+	transport
 	s    *Server
-	gc   gnet.Conn
 	addr string
 	sess session
 	p    requestParser
+	// w holds the replies; w.b[sent:] are not yet taken by the socket.
 	w    replyWriter
+	sent int
 	in   []byte // bytes of commands not yet run, from in[r] on
 	r    int
 	held int64 // bytes of MaxBufferedBytes this client has reserved
 	// lock is the client's shard of the server's exec lock, held while
 	// the client's commands run (see execLock).
-	lock *paddedMutex
-	// pausedUntil holds the commands back while an AUTH waits its turn at
-	// the gate (see auth.go); a timer wakes the connection then.
-	pausedUntil time.Time
-	// waiting is the command held back (a copy), run first on waking.
+	lock  *paddedMutex
+	block uint8
+	// waiting is the command held back at the AUTH gate (a copy), run
+	// first on waking.
 	waiting [][]byte
-	closing bool
+	// closing: close once the replies are sent (QUIT, a protocol error);
+	// dead: close now, without them (the peer left, the log failed).
+	closing, dead bool
+	closed        bool
 }
 
 // session is what a connection's commands know of it.
@@ -100,6 +119,12 @@ type session struct {
 	// client is the connection; nil when a command runs outside one (the
 	// tests of exec).
 	client *connection
+	// holdsShard is set while the connection's commands run holding its
+	// shard of the exec lock (on its loop; not a slow command's goroutine).
+	holdsShard bool
+	// holdsSlow is set while this session holds the server's slow lock
+	// exclusively, for EXEC.
+	holdsSlow bool
 	// inExec is set while EXEC runs the queue, which holds every shard.
 	inExec bool
 	// log is the append-only log position this connection's unsent
@@ -116,83 +141,40 @@ func (s *Server) newClient(addr string) *connection {
 	return c
 }
 
-// loops is the gnet event handler: it hands each connection's bytes to
-// its connection.
-type loops struct {
-	gnet.BuiltinEventEngine
-	s *Server
-}
-
-func (l *loops) OnOpen(gc gnet.Conn) ([]byte, gnet.Action) {
-	c, _ := gc.Context().(*connection)
-	if c == nil {
-		return nil, gnet.Close
-	}
-	c.gc = gc
-	s := l.s
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closed {
-		return nil, gnet.Close // Shutdown has closed the others already
-	}
-	s.conns[c] = gc
-	return nil, gnet.None
-}
-
-func (l *loops) OnTraffic(gc gnet.Conn) (action gnet.Action) {
-	c, _ := gc.Context().(*connection)
-	if c == nil {
-		return gnet.Close
-	}
-	defer func() {
-		if r := recover(); r != nil {
-			l.s.logPanic.log(l.s.cfg.Logger, "connection panicked; closed it", "remote", c.addr, "panic", r, "stack", string(debug.Stack()))
-			action = gnet.Close
-		}
-	}()
-	data, _ := gc.Next(-1)
-	if !c.feed(data) {
-		return gnet.Close
-	}
-	return gnet.None
-}
-
-func (l *loops) OnClose(gc gnet.Conn, _ error) gnet.Action {
-	if c, _ := gc.Context().(*connection); c != nil {
-		c.release()
-		l.s.closed1(c)
-	}
-	return gnet.None
-}
-
-// feed takes the bytes just read, runs every complete command, sends the
-// replies, and reports whether the connection stays open.
-func (c *connection) feed(data []byte) bool {
-	if c.closing {
-		return false
+// input takes bytes just read, runs the commands they complete and sends
+// the replies it may. The transport then closes the connection if
+// finished says so.
+func (c *connection) input(data []byte) {
+	if c.closing || c.dead {
+		return
 	}
 	var err error
 	keep := true
-	if c.r == len(c.in) && c.pausedUntil.IsZero() {
-		// Nothing waiting: parse in gnet's buffer, copy only a tail.
+	if c.r == len(c.in) && c.block == 0 {
+		// Nothing waiting: parse in the loop's buffer, copy only a tail.
 		c.in, c.r = c.in[:0], 0
-		if cap(c.in) > readBufferBytes*4 {
+		if !c.keep(cap(c.in)) {
 			c.reserve(-int64(cap(c.in)))
 			c.in = nil
 		}
 		var n int
 		n, keep = c.run(data)
-		if rest := data[n:]; keep && len(rest) > 0 {
+		if rest := data[n:]; keep && !c.dead && len(rest) > 0 {
 			err = c.buffer(rest)
 		}
-	} else {
-		if err = c.buffer(data); err == nil && !c.paused() {
-			var n int
-			n, keep = c.run(c.in[c.r:])
-			c.r += n
-		}
+	} else if err = c.buffer(data); err == nil && c.block == 0 {
+		var n int
+		n, keep = c.run(c.in[c.r:])
+		c.r += n
 	}
-	if err == nil && keep {
+	c.finish(err, keep)
+}
+
+// finish ends a batch of commands: it refuses a client that holds too
+// much, marks the connection for closing after its replies if it must,
+// and sends them.
+func (c *connection) finish(err error, keep bool) {
+	if err == nil && keep && !c.dead {
 		err = c.checkPending()
 	}
 	if err != nil {
@@ -200,21 +182,126 @@ func (c *connection) feed(data []byte) bool {
 		c.w.WriteError(err.Error())
 		keep = false
 	}
-	// The changes among the batch's commands wait for the log together
-	// (under appendfsync always: written and synced); if it failed, no
-	// reply goes out, since their changes may not be durable.
-	if c.s.syncLog(&c.sess) != nil {
-		c.w.b = c.w.b[:0]
-		c.closing = true
-		return false
-	}
-	if !c.flush() {
-		keep = false
-	}
 	if !keep {
 		c.closing = true
 	}
-	return keep
+	c.send()
+}
+
+// woken takes a wake-up another goroutine sent: the wait it ends is over,
+// and the connection goes on where it stopped.
+func (c *connection) woken(kind wakeKind, err error) {
+	switch kind {
+	case wakeLog:
+		c.block &^= blockLog
+		if err != nil {
+			// The changes of the waiting replies may not be durable: the
+			// client must not see them acknowledged.
+			c.dropReplies()
+			c.dead = true
+			return
+		}
+	case wakeBusy:
+		c.block &^= blockBusy
+	case wakePause:
+		c.block &^= blockPause
+	}
+	c.resume()
+}
+
+// resume runs the commands left waiting while the connection was blocked.
+func (c *connection) resume() {
+	if c.block != 0 || c.dead {
+		return
+	}
+	if !c.closing && (c.r < len(c.in) || c.waiting != nil) {
+		n, keep := c.run(c.in[c.r:])
+		c.r += n
+		c.finish(nil, keep)
+		return
+	}
+	c.send()
+}
+
+// runnable reports whether the transport should read for the connection:
+// bytes read now could be run.
+func (c *connection) runnable() bool { return c.block == 0 && !c.closing && !c.dead }
+
+// finished reports whether the transport should close the connection now.
+func (c *connection) finished() bool {
+	return c.dead || (c.closing && c.block == 0 && c.sent == len(c.w.b))
+}
+
+// send hands the replies to the socket, once the log allows: if their
+// changes must wait (appendfsync always, or a stalled disk), the
+// connection waits for the log's flusher to wake it, and runs nothing
+// meanwhile, so that no later reply overtakes them.
+func (c *connection) send() {
+	if c.block&(blockLog|blockBusy) != 0 || c.dead {
+		return
+	}
+	if c.sess.log.pos != 0 {
+		wait, err := c.s.awaitLog(&c.sess, c)
+		if err != nil {
+			c.dropReplies()
+			c.dead = true
+			return
+		}
+		if wait {
+			c.block |= blockLog
+			return
+		}
+	}
+	if c.sent < len(c.w.b) {
+		n, err := c.write(c.w.b[c.sent:])
+		if err != nil {
+			c.dead = true
+			return
+		}
+		c.sent += n
+	}
+	if c.sent == len(c.w.b) {
+		c.sent = 0
+		if !c.keep(cap(c.w.b)) {
+			c.w.b = nil
+		} else {
+			c.w.b = c.w.b[:0]
+		}
+	} else if unsent := len(c.w.b) - c.sent; unsent > c.s.cfg.MaxRequestBytes {
+		c.s.logOutput.log(c.s.cfg.Logger, "client does not read its replies; closed it", "remote", c.addr, "unread_bytes", unsent)
+		c.dead = true
+		return
+	} else if c.sent > cap(c.w.b)/2 {
+		// The socket is full: keep the unsent tail at the buffer's start,
+		// so that the buffer grows only by what the client leaves unread.
+		c.w.b = c.w.b[:copy(c.w.b, c.w.b[c.sent:])]
+		c.sent = 0
+	}
+	if err := c.account(); err != nil {
+		c.s.logOutput.log(c.s.cfg.Logger, "replies would exceed max-buffered-bytes; closed the client", "remote", c.addr, "reply_bytes", len(c.w.b)-c.sent)
+		c.dead = true
+	}
+}
+
+// logDone is the log's flusher telling the connection that its replies'
+// changes are acknowledged, or that the log failed (err).
+func (c *connection) logDone(err error) { c.wake(wakeLog, err) }
+
+func (c *connection) dropReplies() {
+	c.w.b, c.sent = c.w.b[:0], 0
+}
+
+// keep reports whether a buffer of n bytes (requests, replies, or the
+// parser's slices), emptied, stays with the connection for its next
+// batch or command. A pipelining client's buffers are
+// needed again at once: dropping them made each batch garbage, and the
+// garbage collector lets garbage grow to the size of the live heap, the
+// filters, before it collects: at 30 MB of filters, 15 MB more of peak
+// RSS. A buffer is kept while it is at most keepBufferBytes (still
+// counted in the budget) and the clients together hold under half of
+// MaxBufferedBytes, so that kept buffers never crowd out a request.
+func (c *connection) keep(n int) bool {
+	return n <= keepBufferBytes && c.s.buffered.Load() < c.s.cfg.MaxBufferedBytes/2
 }
 
 // buffer appends bytes not yet run to the connection's buffer, growing it
@@ -245,7 +332,7 @@ func (c *connection) buffer(b []byte) error {
 }
 
 // checkPending refuses a client whose unfinished request, or whose
-// commands held back at the AUTH gate, exceed what it may send.
+// commands held back while it waits, exceed what it may send.
 func (c *connection) checkPending() error {
 	pending := len(c.in) - c.r
 	limit := c.s.cfg.MaxRequestBytes + maxInlineBytes
@@ -295,14 +382,15 @@ func (c *connection) reserve(n int64) bool {
 }
 
 // account brings the client's reservation in line with what it holds
-// now: its buffer, its parser's slices and its MULTI queue.
+// now: its request buffer, its parser's slices, its MULTI queue and its
+// reply buffer.
 func (c *connection) account() error {
 	parser := int64(c.p.memBytes())
 	if parser > int64(c.s.cfg.MaxRequestBytes) {
 		return errRequestTooLarge
 	}
-	want := int64(cap(c.in)) + parser + c.sess.multiBytes()
-	if !c.reserve(want - c.held) {
+	want := int64(cap(c.in)+cap(c.w.b)) + parser + c.sess.multiBytes()
+	if want != c.held && !c.reserve(want-c.held) {
 		return errBuffersFull
 	}
 	return nil
@@ -311,33 +399,32 @@ func (c *connection) account() error {
 func (c *connection) release() {
 	c.s.buffered.Add(-c.held)
 	c.held = 0
-	c.in = nil
+	c.in, c.w.b = nil, nil
 	c.sess.multi = nil
 }
 
-func (c *connection) paused() bool {
-	if c.pausedUntil.IsZero() {
-		return false
-	}
-	if time.Now().Before(c.pausedUntil) {
-		return true
-	}
-	c.pausedUntil = time.Time{}
-	return false
-}
-
-// run runs every complete command at the start of b and returns how many
-// bytes they took. keep is false when the connection must close once the
-// replies are sent: after QUIT or a protocol error.
+// run runs the complete commands at the start of b, until one makes the
+// connection wait, and returns how many bytes they took. keep is false
+// when the connection must close once the replies are sent: after QUIT
+// or a protocol error.
 func (c *connection) run(b []byte) (used int, keep bool) {
 	s := c.s
 	c.lock.Lock()
-	defer func() { c.lock.Unlock() }()
+	c.sess.holdsShard = true
+	defer func() {
+		if c.block&blockBusy == 0 { // else a goroutine has the session
+			c.sess.holdsShard = false
+		}
+		c.lock.Unlock()
+	}()
 	if args := c.waiting; args != nil {
 		c.waiting = nil
-		s.exec(&c.sess, &c.w, args)
+		c.dispatch(args, true)
 		if c.sess.quit {
 			return 0, false
+		}
+		if c.block != 0 {
+			return 0, true
 		}
 	}
 	for used < len(b) {
@@ -355,31 +442,103 @@ func (c *connection) run(b []byte) (used int, keep bool) {
 			return used, true // the rest of the command is still to come
 		}
 		used += n
-		if args != nil && c.mustWaitForAuth(args) {
-			// Hold this command and the ones after it back.
-			c.waiting = make([][]byte, len(args))
-			for i, a := range args {
-				c.waiting[i] = append([]byte(nil), a...)
-			}
-			return used, true
-		}
 		if args == nil {
 			continue
 		}
-		s.exec(&c.sess, &c.w, args)
-		c.p.shrink()
+		if c.mustWaitForAuth(args) {
+			// Hold this command and the ones after it back.
+			c.waiting = copyArgs(args)
+			return used, true
+		}
+		c.dispatch(args, false)
+		if !c.keep(c.p.memBytes()) {
+			c.p.shrink()
+		}
 		if c.sess.quit {
 			return used, false
 		}
-		if len(c.w.b) > flushBytes && (c.s.syncLog(&c.sess) != nil || !c.flush()) {
-			return used, false
+		if c.block == 0 && len(c.w.b)-c.sent > flushBytes {
+			c.send()
+		}
+		if c.block != 0 || c.dead {
+			return used, true
 		}
 	}
 	return used, true
 }
 
+// dispatch runs one command: here, or, if it is slow, on a goroutine of
+// its own while the connection waits. owned says args are the
+// connection's own copy rather than views of a read buffer.
+func (c *connection) dispatch(args [][]byte, owned bool) {
+	s, sess := c.s, &c.sess
+	cmd, ok := lookup(args[0])
+	switch {
+	case !ok || !sess.authed:
+	case sess.multi == nil && cmd.slow && cmd.arityOK(len(args)):
+		c.runOffLoop(cmd, args, owned, false)
+		return
+	case sess.multi != nil && cmd.name == "exec" && !sess.multi.dirty:
+		// EXEC excludes slow commands (see Server.slow). It runs here if
+		// none runs and its queue holds none, else off the loop, which
+		// then waits for them without holding up other clients.
+		if sess.multi.slow || !s.slow.TryLock() {
+			c.runOffLoop(cmd, args, owned, true)
+			return
+		}
+		sess.holdsSlow = true
+		s.execCommand(sess, &c.w, args, cmd, ok)
+		sess.holdsSlow = false
+		s.slow.Unlock()
+		return
+	}
+	s.execCommand(sess, &c.w, args, cmd, ok)
+}
+
+// runOffLoop runs a slow command, or an EXEC, on a goroutine of its own;
+// the connection runs nothing more until it is done. A slow command holds
+// the server's slow lock shared, EXEC exclusively.
+func (c *connection) runOffLoop(cmd command, args [][]byte, owned, exclusive bool) {
+	if !owned {
+		args = copyArgs(args) // the loop reuses its read buffer meanwhile
+	}
+	c.block |= blockBusy
+	s, sess := c.s, &c.sess
+	sess.holdsShard = false // the goroutine does not hold it
+	go func() {
+		if exclusive {
+			s.slow.Lock()
+			sess.holdsSlow = true
+		} else {
+			s.slow.RLock()
+		}
+		s.execCommand(sess, &c.w, args, cmd, true)
+		if exclusive {
+			sess.holdsSlow = false
+			s.slow.Unlock()
+		} else {
+			s.slow.RUnlock()
+		}
+		c.wake(wakeBusy, nil)
+	}()
+}
+
+func copyArgs(args [][]byte) [][]byte {
+	size := 0
+	for _, a := range args {
+		size += len(a)
+	}
+	buf := make([]byte, 0, size)
+	out := make([][]byte, len(args))
+	for i, a := range args {
+		buf = append(buf, a...)
+		out[i] = buf[len(buf)-len(a) : len(buf) : len(buf)]
+	}
+	return out
+}
+
 // mustWaitForAuth reports whether args check a password while the gate is
-// shut; it then pauses the connection until the gate opens.
+// shut; the connection then waits until the gate opens.
 func (c *connection) mustWaitForAuth(args [][]byte) bool {
 	if c.s.cfg.Password == "" || c.sess.multi != nil {
 		return false
@@ -391,31 +550,8 @@ func (c *connection) mustWaitForAuth(args [][]byte) bool {
 	if wait <= 0 {
 		return false
 	}
-	c.pausedUntil = time.Now().Add(wait)
-	gc := c.gc
-	time.AfterFunc(wait, func() { gc.Wake(nil) })
-	return true
-}
-
-// flush hands the waiting replies to the socket: gnet writes them at
-// once, or keeps them until the socket takes more. It reports false when
-// the client has left more than MaxRequestBytes of replies unread: it
-// sends faster than it reads, and is disconnected rather than let its
-// replies pile up.
-func (c *connection) flush() bool {
-	if len(c.w.b) == 0 {
-		return true
-	}
-	c.gc.Write(c.w.b)
-	if cap(c.w.b) > flushBytes*2 {
-		c.w.b = nil // a large reply is gone: do not keep its buffer
-	} else {
-		c.w.b = c.w.b[:0]
-	}
-	if c.gc.OutboundBuffered() > c.s.cfg.MaxRequestBytes {
-		c.s.logOutput.log(c.s.cfg.Logger, "client does not read its replies; closed it", "remote", c.addr, "unread_bytes", c.gc.OutboundBuffered())
-		return false
-	}
+	c.block |= blockPause
+	time.AfterFunc(wait, func() { c.wake(wakePause, nil) })
 	return true
 }
 
@@ -425,6 +561,7 @@ func (c *connection) remote() string { return c.addr }
 // while its commands run; EXEC takes every shard, so no other client's
 // command runs between the queued ones. A plain command pays for one
 // uncontended lock per batch it arrives in, on a shard it seldom shares.
+// (Slow commands, which run off the loops, are kept out by Server.slow.)
 type execLock struct {
 	shards [64]paddedMutex
 }
@@ -453,7 +590,7 @@ func (l *execLock) unlockAll() {
 // withoutShard runs f with the session's shard released, for EXEC,
 // which waits for the other shards.
 func (sess *session) withoutShard(f func()) {
-	if sess.client == nil {
+	if sess.client == nil || !sess.holdsShard {
 		f()
 		return
 	}

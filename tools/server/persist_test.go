@@ -757,7 +757,9 @@ func TestEverysecWritersWaitForAStalledDisk(t *testing.T) {
 	fake := &fakeClock{t: time.Unix(0, 0).Add(time.Hour)}
 	clock := func() time.Duration { return fake.now().Sub(time.Unix(0, 0)) }
 	l.testClock.Store(&clock)
-	release, blocked := make(chan struct{}), make(chan struct{})
+	// blocked holds the first signal until the test takes it: the
+	// flusher's tick may take the record before the test waits.
+	release, blocked := make(chan struct{}), make(chan struct{}, 1)
 	hold := func() error {
 		select {
 		case blocked <- struct{}{}:

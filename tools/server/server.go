@@ -21,8 +21,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"github.com/panjf2000/gnet/v2"
 )
 
 // Config configures a Server. The zero value of each field means its
@@ -72,7 +70,7 @@ type Config struct {
 	MaxDumpBytes uint64
 	// EventLoops is how many event loops serve the connections (commands
 	// run on them); default one per two cores the process may use (see
-	// conn.go for the measurements), at least one.
+	// loop_linux.go for the measurements), at least one.
 	EventLoops int
 	// Logger receives errors of saves and connections; default
 	// slog.Default().
@@ -142,16 +140,22 @@ type Server struct {
 	nextID   atomic.Int64 // CLIENT ID of the last connection
 	buffered atomic.Int64 // bytes reserved of MaxBufferedBytes
 	execLock execLock
-	auth     authGate
+	// slow keeps slow commands, which run off the loops, and EXEC apart:
+	// the former hold it shared, EXEC exclusively.
+	slow sync.RWMutex
+	auth authGate
 	// passwordSum is the SHA-256 of Password, compared in constant time.
 	passwordSum [32]byte
 
 	logPanic, logAccept, logAuth, logOutput logLimiter
 
+	// closing is set when Shutdown begins: a connection handed to a loop
+	// after it is closed at once.
+	closing atomic.Bool
+
 	mu       sync.Mutex
 	ln       net.Listener
-	loops    *gnet.Client
-	conns    map[*connection]gnet.Conn
+	loops    *loops
 	handlers sync.WaitGroup
 	served   chan struct{} // closed when Serve returns
 	stopSave chan struct{}
@@ -174,7 +178,7 @@ func New(c Config) (*Server, error) {
 			"asked", c.MaxClients, "max_clients", limit, "files_reserved", fileReserve)
 		c.MaxClients = limit
 	}
-	s := &Server{cfg: c, store: newStore(c), started: time.Now(), conns: map[*connection]gnet.Conn{},
+	s := &Server{cfg: c, store: newStore(c), started: time.Now(),
 		served: make(chan struct{}), stopSave: make(chan struct{}), saveDone: make(chan struct{})}
 	s.auth.init()
 	s.passwordSum = sha256.Sum256([]byte(c.Password))
@@ -209,12 +213,10 @@ func (s *Server) Serve(ln net.Listener) error {
 	}
 	s.ln, s.serving = ln, true
 	s.mu.Unlock()
-	loops, err := gnet.NewClient(&loops{s: s}, gnet.WithNumEventLoop(s.cfg.EventLoops),
-		gnet.WithTCPNoDelay(gnet.TCPNoDelay), gnet.WithLogger(gnetLogger{s.cfg.Logger}))
-	if err == nil {
-		err = loops.Start()
-	}
+	loops, err := startLoops(s, s.cfg.EventLoops, servePerConnection)
 	if err != nil {
+		close(s.saveDone) // what Shutdown waits for: nothing runs
+		close(s.served)
 		ln.Close()
 		return fmt.Errorf("server: starting the event loops: %w", err)
 	}
@@ -267,10 +269,10 @@ func (s *Server) acceptLoop(ln net.Listener) error {
 			conn.Close()
 			return nil
 		}
-		// The event loop takes a duplicate of the socket and closes conn;
-		// OnOpen then lists it in s.conns. (Not under s.mu: the loop may
-		// be closing another connection, which takes s.mu.)
-		if _, err := s.loops.EnrollContext(conn, c); err != nil {
+		// The event loop takes a duplicate of the socket and closes conn.
+		// (Not under s.mu: the loop may be closing another connection,
+		// which takes s.mu.)
+		if err := s.loops.enroll(conn, c); err != nil {
 			s.clients.Add(-1)
 			s.handlers.Done()
 			s.logAccept.log(s.cfg.Logger, "accept failed: handing the connection to an event loop", "err", err)
@@ -279,11 +281,12 @@ func (s *Server) acceptLoop(ln net.Listener) error {
 	}
 }
 
+// servePerConnection, set by tests, serves each connection on a goroutine
+// of its own rather than an event loop, as where there is no epoll.
+var servePerConnection bool
+
 // closed1 forgets a connection its event loop closed.
-func (s *Server) closed1(c *connection) {
-	s.mu.Lock()
-	delete(s.conns, c)
-	s.mu.Unlock()
+func (s *Server) closed1(*connection) {
 	s.clients.Add(-1)
 	s.handlers.Done()
 }
@@ -335,12 +338,13 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		return nil
 	}
 	s.closed = true
+	s.closing.Store(true)
 	ln, serving := s.ln, s.serving
-	for _, gc := range s.conns {
-		gc.Close()
-	}
 	loops := s.loops
 	s.mu.Unlock()
+	if loops != nil {
+		loops.closeAll()
+	}
 	if serving {
 		ln.Close()
 		done := make(chan struct{})
@@ -350,8 +354,11 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		case <-ctx.Done():
 			return ctx.Err()
 		}
+		s.mu.Lock()
+		loops = s.loops // Serve may have started them after we looked
+		s.mu.Unlock()
 		if loops != nil {
-			loops.Stop()
+			loops.stop()
 		}
 		close(s.stopSave)
 		<-s.saveDone
@@ -361,23 +368,3 @@ func (s *Server) Shutdown(ctx context.Context) error {
 
 // Save writes every changed filter now, as the schedule would.
 func (s *Server) Save() error { return s.store.save(false) }
-
-// gnetLogger sends gnet's own messages to the server's log, at debug
-// level but for errors.
-type gnetLogger struct{ l *slog.Logger }
-
-func (g gnetLogger) Debugf(format string, args ...any) {
-	g.l.Debug("gnet: " + fmt.Sprintf(format, args...))
-}
-func (g gnetLogger) Infof(format string, args ...any) {
-	g.l.Debug("gnet: " + fmt.Sprintf(format, args...))
-}
-func (g gnetLogger) Warnf(format string, args ...any) {
-	g.l.Warn("gnet: " + fmt.Sprintf(format, args...))
-}
-func (g gnetLogger) Errorf(format string, args ...any) {
-	g.l.Error("gnet: " + fmt.Sprintf(format, args...))
-}
-func (g gnetLogger) Fatalf(format string, args ...any) {
-	g.l.Error("gnet: " + fmt.Sprintf(format, args...))
-}

@@ -732,3 +732,11 @@ func TestConcurrentClients(t *testing.T) {
 		t.Fatalf("a non-scaling filter for 500 took %d items", n)
 	}
 }
+
+// restoreAfterShutdown gives *v its value back once the test's servers
+// have shut down: cleanups run last first, and Shutdown waits for the
+// goroutines that slow commands (which may read *v) run on.
+func restoreAfterShutdown[T any](t *testing.T, v *T) {
+	old := *v
+	t.Cleanup(func() { *v = old })
+}
