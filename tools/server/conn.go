@@ -267,7 +267,7 @@ func (c *connection) send() {
 		} else {
 			c.w.b = c.w.b[:0]
 		}
-	} else if unsent := len(c.w.b) - c.sent; unsent > c.s.cfg.MaxRequestBytes {
+	} else if unsent := len(c.w.b) - c.sent; unsent > c.unreadLimit() {
 		c.s.logOutput.log(c.s.cfg.Logger, "client does not read its replies; closed it", "remote", c.addr, "unread_bytes", unsent)
 		c.dead = true
 		return
@@ -281,6 +281,18 @@ func (c *connection) send() {
 		c.s.logOutput.log(c.s.cfg.Logger, "replies would exceed max-buffered-bytes; closed the client", "remote", c.addr, "reply_bytes", len(c.w.b)-c.sent)
 		c.dead = true
 	}
+}
+
+// unreadLimit is how many bytes of replies the client may leave unread
+// before it is disconnected: MaxRequestBytes, as for a request, or
+// unauthPendingBytes before it authenticates, so that a client that never
+// authenticates and never reads cannot make the server hold more than
+// that (it could otherwise pipeline PINGs for 64 MiB of NOAUTH replies).
+func (c *connection) unreadLimit() int {
+	if !c.sess.authed && c.s.cfg.Password != "" {
+		return unauthPendingBytes
+	}
+	return c.s.cfg.MaxRequestBytes
 }
 
 // logDone is the log's flusher telling the connection that its replies'
