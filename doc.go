@@ -1,6 +1,7 @@
 // Package ohbloom provides one-hash, cache-line-blocked Bloom filters: sets
-// that answer "is this key in?" with "certainly not" or "probably", in about
-// ten bits per key for a 1% false positive rate.
+// that answer "is this key in?" with "certainly not" or "probably", at a
+// false positive rate that, measured at the capacity asked for, is at most
+// the rate asked for.
 //
 // # Design
 //
@@ -15,23 +16,31 @@
 // classic filter computes k positions spread over the whole array and misses
 // the cache k times once the array outgrows it.
 //
-// Blocking has a price: keys do not spread evenly over blocks, and a crowded
-// block answers more false positives, so a blocked filter needs more bits
-// than the textbook m = −n·ln p / ln²2 (9.59 bits per key at 1%). Sized by
-// that formula it delivers about 1.22% instead of 1%. New therefore sizes
-// from the exact rate of a blocked one-hash filter (see Size and
-// ExpectedFPR) and keeps its promise: at n keys the rate is at most p.
-//
 // On amd64 CPUs whose AVX-512 runs at full clock (AMD Zen 4 and later, Intel
-// Ice Lake and later) the k bits of a key are computed and tested in one
-// 512-bit register; elsewhere, and with the purego build tag, generated
-// scalar code does the same. Both set and test the same bits, so filters
-// move freely between machines.
+// Ice Lake and later) the k bit positions of a key are computed and tested in
+// one 512-bit register of eight lanes, and in two registers when k > 8.
+// Elsewhere, with the purego build tag, or with OHBLOOM_PROBE=scalar in the
+// environment (read once at start), generated scalar code does the same.
+// Both set and test the same bits, so filters move freely between machines.
+//
+// # Sizing
+//
+// Keys do not spread evenly over blocks, and a crowded block answers more
+// false positives, so a blocked filter needs more bits than the textbook
+// m = −n·ln p / ln²2 (9.59 bits per key at 1%); sized by that formula it
+// misses its target (about 1.2% at 1%, by the model below and as
+// docs/charts.md measures). New(n, p) and Size instead use the exact rate
+// of a blocked one-hash filter, a Poisson mixture over the keys per block
+// (ExpectedFPR): for each k they find the largest load whose rate is at
+// most 0.98·p, take the k with the fewest bits per key, and then add
+// blocks until the rate plus two standard deviations of one filter's
+// spread is still at most 0.98·p, which matters only for small filters.
+// EstimatedFPR gives the rate of a filter as filled, from its bits.
 //
 // # Memory against false positive rate
 //
 // Filters of 10^6 keys built by New, measured on 10^7 absent random keys
-// (go run gen_fprtable.go):
+// (3·10^7 for p ≤ 10^-4; go run gen_fprtable.go):
 //
 //	target p   k  bits/key  expected FPR  measured FPR
 //	0.1        3     4.897       0.09758        0.0973
@@ -47,25 +56,48 @@
 // Filter is the fastest on one goroutine and is not safe for concurrent use.
 // AtomicFilter has the same bits and the same answers and is safe for
 // concurrent use without locks: it sets words with atomic ORs, and only when
-// a bit is missing. ToAtomic and ToFilter convert between them, so a filter
-// can be bulk-built on one goroutine and then published.
+// a bit is missing, so re-adding a present key writes nothing. ToAtomic and
+// ToFilter convert between them, so a filter can be bulk-built on one
+// goroutine and then published.
 //
 // # Batches and bulk loads
 //
 // Past the caches every key costs a cache miss, and throughput depends on
 // how many are in flight at once. AddBatch, TestBatch, AddHashes and
-// TestHashes prefetch the blocks of the next 64 keys while they probe the
-// current ones, about three times faster than a loop over single keys on a
-// 1 GB filter. AtomicFilter.AddParallel and AddSeq load keys on every core
-// while other goroutines keep adding and testing.
+// TestHashes prefetch the blocks of keys 48 ahead while they probe the
+// current ones. AtomicFilter.AddParallel and AddSeq load keys on every
+// core while other goroutines keep adding and testing; nothing is lost, but
+// Test may not find keys of the load before the call returns. A load with
+// at least as many keys as the filter has blocks builds in private copies
+// of the blocks and ORs them in at the end, so it holds memory for one more
+// filter until it returns. docs/limits.md measures each call against the
+// cost of one hash and one cache-line read, and docs/build.md the builds.
+//
+// # Other filters
+//
+//   - ScalableFilter and AtomicScalableFilter grow for an unknown number of
+//     keys, a chain of stages whose rates sum to p (docs/sizing.md).
+//   - CountingFilter and AtomicCountingFilter keep 4-bit counters, so that
+//     keys can be removed, at four times the memory or more
+//     (docs/how-it-works.md).
+//   - ClassicFilter reads, answers and writes the filters of
+//     bits-and-blooms/bloom/v3 and Guava bit for bit.
+//   - RedisBloomFilter and AtomicRedisBloomFilter are RedisBloom's scalable
+//     filter, bit for bit, loaded from and dumped to its BF.SCANDUMP chunks.
+//
+// The compatibility types cost k cache misses per key; new filters should
+// use Filter or ScalableFilter.
 //
 // # Persistence
 //
 // Filters encode to a documented, checksummed, versioned format
-// (Filter.WriteTo) whose header records the hash, the seed and the
-// geometry. Save writes it to a file crash-safely; Open maps a file, checks
-// its checksum at memory speed and probes it in place (OpenUnverified skips
-// the check and opens in a fraction of a millisecond whatever the size).
+// (Filter.WriteTo; docs/format.md) whose header records the hash, the seed
+// and the geometry. Save writes it to a file crash-safely (temporary file,
+// fsync, rename, directory fsync); Open maps a file, checks its checksum and
+// probes it in place; OpenUnverified skips the check and reads no data.
+// Replace a mapped file only by renaming a new one over it: truncating or
+// rewriting it in place changes what the mapping answers, or kills the
+// process with SIGBUS (docs/operations.md).
 //
 // The default seed is fixed (DefaultSeed) so that filters built by
 // different processes agree and can be merged; Config.RandomSeed gives a

@@ -16,10 +16,11 @@ const (
 	// FormatV1 is the first format: header, 64-byte-aligned blocks,
 	// trailing checksum, as described on Filter.WriteTo.
 	FormatV1 = 1
-	// FormatV2 is FormatV1 for every kind but scalable filters, which
-	// version 2 gives a record of their growth schedule and per-stage key
-	// counts (see ScalableFilter.WriteTo). Only kind 3 is ever written
-	// with it; version 1 scalable files are still read.
+	// FormatV2 is the version of scalable filters (kind 3) only: it adds
+	// a record of their growth schedule and per-stage key counts (see
+	// ScalableFilter.WriteTo). Every other kind is written and read as
+	// FormatV1 alone, and a version-2 header of another kind is refused
+	// with ErrVersion. Version 1 scalable files are still read.
 	FormatV2 = 2
 )
 

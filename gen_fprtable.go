@@ -1,7 +1,7 @@
 //go:build ignore
 
 // gen_fprtable measures the false positive rate of filters built by New and
-// writes the table into doc.go and README.md.
+// writes the table into doc.go and docs/sizing.md.
 //
 //	go run gen_fprtable.go
 //
@@ -84,8 +84,8 @@ func main() {
 		log.Fatal(err)
 	}
 
-	// README.md: replace what stands between the markers.
-	readme, err := os.ReadFile("README.md")
+	// docs/sizing.md: replace what stands between the markers.
+	readme, err := os.ReadFile("docs/sizing.md")
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -93,10 +93,10 @@ func main() {
 	s := string(readme)
 	i, j := strings.Index(s, begin), strings.Index(s, end)
 	if i < 0 || j < i {
-		log.Fatal("README.md has no fprtable markers")
+		log.Fatal("docs/sizing.md has no fprtable markers")
 	}
 	s = s[:i+len(begin)] + md.String() + s[j:]
-	if err := os.WriteFile("README.md", []byte(s), 0o644); err != nil {
+	if err := os.WriteFile("docs/sizing.md", []byte(s), 0o644); err != nil {
 		log.Fatal(err)
 	}
 }

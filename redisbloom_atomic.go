@@ -99,6 +99,23 @@ func (f *AtomicRedisBloomFilter) AddString(item string) (bool, error) {
 	return f.Add(stringBytes(item))
 }
 
+// Hash returns the chain's hashes of item, the pair (a, b) every filter
+// of the chain probes with (see RedisBloomFilter's doc). They depend on
+// the chain's options and hash configuration, never on its filters, so
+// they stay valid as the chain grows.
+func (f *AtomicRedisBloomFilter) Hash(item []byte) (a, b uint64) { return f.hasher.hash(item) }
+
+// AddHash is Add for the item whose Hash is (a, b): a server logs the pair
+// of each added item and replays its log with AddHash, which reaches the
+// same bits, counts and growth as the adds did when applied in the same
+// order.
+func (f *AtomicRedisBloomFilter) AddHash(a, b uint64) (bool, error) { return f.addHash(a, b) }
+
+// TestHash is Test for the item whose Hash is (a, b).
+func (f *AtomicRedisBloomFilter) TestHash(a, b uint64) bool {
+	return testRBLinks(*f.links.Load(), a, b)
+}
+
 // addHash is RedisBloomFilter.addHash with atomic operations.
 func (f *AtomicRedisBloomFilter) addHash(a, b uint64) (bool, error) {
 	links := *f.links.Load()

@@ -138,6 +138,18 @@ func (f *RedisBloomFilter) AddString(item string) (bool, error) {
 	return f.Add(stringBytes(item))
 }
 
+// Hash returns the chain's hashes of item, the pair (a, b) every filter
+// of the chain probes with. They depend on the chain's options and hash
+// configuration, never on its filters, so they stay valid as it grows.
+func (f *RedisBloomFilter) Hash(item []byte) (a, b uint64) { return f.hasher.hash(item) }
+
+// AddHash is Add for the item whose Hash is (a, b). Replaying the pairs of
+// a sequence of adds reaches the same bits, counts and growth as the adds.
+func (f *RedisBloomFilter) AddHash(a, b uint64) (bool, error) { return f.addHash(a, b) }
+
+// TestHash is Test for the item whose Hash is (a, b).
+func (f *RedisBloomFilter) TestHash(a, b uint64) bool { return f.testHash(a, b) }
+
 // addHash is SBChain_Add in one pass over the newest filter when it has
 // room: the older filters are tested, then the item's bits are set in the
 // newest, and it was present there exactly when none was clear, which

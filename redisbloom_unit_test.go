@@ -632,6 +632,8 @@ func TestRedisBloomZeroAllocs(t *testing.T) {
 		"atomic test":       func() { a.Test(key) },
 		"atomic add string": func() { a.AddString("a string key") },
 		"atomic test str":   func() { a.TestString("a string key") },
+		"atomic hash pair":  func() { key[2] = byte(i); i++; a.AddHash(a.Hash(key)) },
+		"atomic test hash":  func() { a.TestHash(a.Hash(key)) },
 	} {
 		if n := testing.AllocsPerRun(200, fn); n != 0 {
 			t.Errorf("%s: %v allocations", name, n)
@@ -640,3 +642,56 @@ func TestRedisBloomZeroAllocs(t *testing.T) {
 }
 
 var _ io.ReaderFrom = (*RedisBloomFilter)(nil)
+
+// TestRedisBloomAddHashReplays: the pairs of the adds that were new,
+// replayed with AddHash into a fresh chain in the same order, give the
+// same chain byte for byte, growth and counts included; and replaying them
+// all again over that chain changes nothing (a replay over a snapshot that
+// already holds some of them is exact).
+func TestRedisBloomAddHashReplays(t *testing.T) {
+	c := RedisBloomConfig{Capacity: 40, ErrorRate: 0.03, Expansion: 3}
+	live, _ := NewAtomicRedisBloom(c)
+	plain, _ := NewRedisBloom(c)
+	var log [][2]uint64
+	for i := range 3000 {
+		item := []byte(fmt.Sprint("item-", i%2500))
+		a, b := live.Hash(item)
+		if pa, pb := plain.Hash(item); pa != a || pb != b {
+			t.Fatalf("%s: the variants hash differently", item)
+		}
+		isNew, err := live.AddHash(a, b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if isNew {
+			log = append(log, [2]uint64{a, b})
+		}
+		if live.TestHash(a, b) != live.Test(item) || !live.TestHash(a, b) {
+			t.Fatalf("%s: TestHash and Test disagree after the add", item)
+		}
+	}
+	if live.Info().Filters < 4 {
+		t.Fatalf("the chain did not grow: %+v", live.Info())
+	}
+	replayed, _ := NewAtomicRedisBloom(c)
+	for _, h := range log {
+		if isNew, err := replayed.AddHash(h[0], h[1]); !isNew || err != nil {
+			t.Fatalf("a logged add replayed as %v, %v", isNew, err)
+		}
+		plain.AddHash(h[0], h[1])
+	}
+	want, _ := live.MarshalBinary()
+	got, _ := replayed.MarshalBinary()
+	fromPlain, _ := plain.MarshalBinary()
+	if !bytes.Equal(want, got) || !bytes.Equal(want, fromPlain) {
+		t.Fatal("the replayed chain differs from the live one")
+	}
+	for _, h := range log {
+		if isNew, _ := replayed.AddHash(h[0], h[1]); isNew {
+			t.Fatal("a second replay of an add changed the chain")
+		}
+	}
+	if got, _ = replayed.MarshalBinary(); !bytes.Equal(want, got) {
+		t.Fatal("a second replay changed the bytes")
+	}
+}

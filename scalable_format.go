@@ -217,11 +217,19 @@ func readStages(r io.Reader) (decodedStages, int64, error) {
 //
 // With schedule 2, stage 0's false positive rate is f0·p, ramp stage i
 // (1 ≤ i ≤ R) gets (1−f0)·p·s·q^(i−1)/Σ_{j<R} q^j, and stage R+j (j ≥ 1)
-// (1−f0)·p·(1−s)·(1−d)·d^(j−1): the rates sum to p. Each product is
-// rounded to binary64 as it is made, in that order, and every stage
-// records its rate, which the decoder checks bit for bit. Schedule 1 is
-// growth 2 with stage i at p·0.2·0.8^i (f0 0.2, R 0, s 0, q 0, d 0.8 are
-// recorded), the only schedule of version 1.
+// (1−f0)·p·(1−s)·(1−d)·d^(j−1): the rates sum to p. Every stage records
+// its rate, which the decoder recomputes and checks bit for bit, so the
+// order of the binary64 operations is part of the format; it is not the
+// left-to-right order of these formulas. With every operation rounded as
+// it is made (no fused multiply-add): rest = (1−f0)·p, computed as
+// (1−f0) then times p; the ramp weights w_j = q^j by repeated
+// multiplication (w_0 = 1, w_{j+1} = w_j·q) and their sum Σ by repeated
+// addition in increasing j; ramp stage i is rest·(s·(w_{i−1}/Σ)), the
+// division first; stage R+1 is rest·((1−s)·(1−d)), and each later stage
+// the one before times d. docs/format.md, section 4.3, gives the same
+// computation as pseudocode. Schedule 1 is growth 2 with stage i at
+// (p·0.2)·0.8, i times (f0 0.2, R 0, s 0, q 0, d 0.8 are recorded), the
+// only schedule of version 1.
 //
 // Version 1 files have the header (version 1) and the stages, with no
 // schedule record and no counts. They are read with schedule 1; every

@@ -22,7 +22,9 @@ package server
 // little-endian integers:
 //
 //	1 create-bloom     flags (bit 0: NONSCALING), capacity u64, error
-//	                   rate (float64 bits) u64, expansion u32, seed u64
+//	                   rate (float64 bits) u64, expansion u32 (the
+//	                   scalable filter's growth; 2 for NONSCALING), seed
+//	                   u64
 //	2 create-counting  capacity u64, error rate u64, seed u64
 //	3 bloom-add        one or more hashes u64: the items' XXH3 with the
 //	                   key's seed, what the filter sets bits from
@@ -33,10 +35,21 @@ package server
 //	7 flush-all        nothing (no key)
 //	8 load             a key record (store.go's format), as LOADCHUNK
 //	                   received it
+//	9 create-redisbloom  a RedisBloom chain's header chunk, as BF.SCANDUMP
+//	                   iterator 0 returns it: the key BF.LOADCHUNK made of
+//	                   a RedisBloom dump, its filters' bits all clear
+//	10 redisbloom-add  seq u64, then one or more pairs (a u64, b u64): the
+//	                   chain's hashes of each item added as new, the first
+//	                   the key's change seq, the next seq+1, and so on
+//	11 redisbloom-chunk  seq u64, iterator u64, data: a BF.LOADCHUNK data
+//	                   chunk, or a piece of one (at most rbChunkPiece
+//	                   bytes, so that every record but a load stays small)
 //
-// A later key type adds kinds (a RedisBloom classic filter's adds would be
-// pairs of MurmurHash64A values, 16 bytes an item) without changing these;
-// a reader refuses a kind it does not know rather than skip it.
+// A RedisBloom key's changes are numbered as a CF key's (store.go's
+// entry.mu): its growth and counts depend on the order of its adds, and a
+// chunk overwrites bytes, so replay applies each change exactly once, in
+// order, after the snapshot's. A reader refuses a kind it does not know
+// rather than skip it.
 //
 // Writers append records to one buffer under a mutex (a copy, no I/O).
 // Whoever flushes takes the buffer whole, writes it and, as the policy
@@ -74,6 +87,18 @@ const (
 	recDelete         = 6
 	recFlushAll       = 7
 	recLoad           = 8
+	recCreateRB       = 9
+	recRBAdd          = 10
+	recRBChunk        = 11
+
+	// rbChunkPiece is the most data one redisbloom-chunk record carries:
+	// with the longest key it keeps the record under maxSmallBody.
+	rbChunkPiece = 32 << 10
+	// maxRBHeader bounds a RedisBloom header chunk. RedisBloom halves
+	// each new filter's error rate, so a chain reaches the smallest
+	// double after about 1,070 filters and cannot grow further: its
+	// header is then 20 + 53·1,070 (+16) bytes, well under this.
+	maxRBHeader = 64 << 10
 
 	// hashesPerRecord is the most hashes one add record carries: a
 	// BF.MADD of many items is logged as several records, so that every
@@ -348,17 +373,62 @@ func (l *appendLog) appendCreate(key string, e *entry) uint64 {
 		l.buf = le.AppendUint64(l.buf, e.seed)
 		return l.seal(start)
 	}
+	if e.kind == kindRedisBloom {
+		start := begin(l, recCreateRB, key)
+		_, l.buf = e.rb.ScanDump(0, l.buf)
+		return l.seal(start)
+	}
 	start := begin(l, recCreateBloom, key)
-	flags := byte(0)
+	flags, growth := byte(0), uint64(defaultExpansion)
 	if e.kind == kindFixed {
 		flags = 1
+	} else {
+		growth = e.scalable.Config().Growth
 	}
 	l.buf = append(l.buf, flags)
 	l.buf = le.AppendUint64(l.buf, e.capacity)
 	l.buf = le.AppendUint64(l.buf, math.Float64bits(e.errorRate))
-	l.buf = le.AppendUint32(l.buf, defaultExpansion)
+	l.buf = le.AppendUint32(l.buf, uint32(growth))
 	l.buf = le.AppendUint64(l.buf, e.seed)
 	return l.seal(start)
+}
+
+// appendRBAdds logs the adds of a RedisBloom key, numbered from seq: the
+// hash pairs of the items it took as new, at most hashesPerRecord.
+func (l *appendLog) appendRBAdds(key []byte, seq uint64, pairs [][2]uint64) uint64 {
+	le := binary.LittleEndian
+	l.mu.Lock()
+	start := begin(l, recRBAdd, key)
+	l.buf = le.AppendUint64(l.buf, seq)
+	for _, p := range pairs {
+		l.buf = le.AppendUint64(l.buf, p[0])
+		l.buf = le.AppendUint64(l.buf, p[1])
+	}
+	pos := l.seal(start)
+	l.mu.Unlock()
+	return pos
+}
+
+// appendRBChunk logs a BF.LOADCHUNK data chunk of a RedisBloom key as
+// records of at most rbChunkPiece bytes, numbered from seq, and returns
+// the position after the last and how many it wrote. A piece at bytes
+// [p, p+n) of the chain is the chunk of iterator p + n + 1.
+func (l *appendLog) appendRBChunk(key []byte, seq uint64, iter int64, data []byte) (uint64, uint64) {
+	le := binary.LittleEndian
+	start := uint64(iter) - uint64(len(data)) - 1 // the chunk's first byte; LoadChunk checked it
+	var pos, n uint64
+	l.mu.Lock()
+	for off := 0; off < len(data); off += rbChunkPiece {
+		piece := data[off:min(len(data), off+rbChunkPiece)]
+		at := begin(l, recRBChunk, key)
+		l.buf = le.AppendUint64(l.buf, seq+n)
+		l.buf = le.AppendUint64(l.buf, start+uint64(off)+uint64(len(piece))+1)
+		l.buf = append(l.buf, piece...)
+		pos = l.seal(at)
+		n++
+	}
+	l.mu.Unlock()
+	return pos, n
 }
 
 func (l *appendLog) appendDelete(key string) uint64 {

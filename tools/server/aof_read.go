@@ -257,6 +257,7 @@ func (rp *replayer) load(r *bufio.Reader, n uint32) (bool, error) {
 	}
 	e.seq = 0
 	e.dirty.Store(true)
+	e.limit(rp.maxFilterBytes)
 	rp.keys[string(key)] = e
 	return false, nil
 }
@@ -290,16 +291,17 @@ func (rp *replayer) apply(body []byte) error {
 		var ne *entry
 		var err error
 		if kind == recCreateBloom {
-			if rest[0] > 1 || le.Uint32(rest[17:]) < 1 {
-				return fmt.Errorf("%w: create record flags %#x, expansion %d", errCorrupt, rest[0], le.Uint32(rest[17:]))
+			growth := le.Uint32(rest[17:])
+			if rest[0] > 1 || growth < 1 || growth > maxExpansion {
+				return fmt.Errorf("%w: create record flags %#x, expansion %d", errCorrupt, rest[0], growth)
 			}
 			k := kindScalable
 			if rest[0] == 1 {
 				k = kindFixed
 			}
-			ne, err = rp.build(k, le.Uint64(rest[1:]), math.Float64frombits(le.Uint64(rest[9:])), le.Uint64(rest[21:]))
+			ne, err = rp.build(k, le.Uint64(rest[1:]), math.Float64frombits(le.Uint64(rest[9:])), uint64(growth), le.Uint64(rest[21:]))
 		} else {
-			ne, err = rp.build(kindCounting, le.Uint64(rest), math.Float64frombits(le.Uint64(rest[8:])), le.Uint64(rest[16:]))
+			ne, err = rp.build(kindCounting, le.Uint64(rest), math.Float64frombits(le.Uint64(rest[8:])), 0, le.Uint64(rest[16:]))
 		}
 		if err != nil {
 			return fmt.Errorf("create record of key %q: %w", clip(key), err)
@@ -310,12 +312,12 @@ func (rp *replayer) apply(body []byte) error {
 		if len(rest) == 0 || len(rest)%8 != 0 || len(rest) > 8*hashesPerRecord {
 			return fmt.Errorf("%w: add record of %d bytes", errCorrupt, len(rest))
 		}
-		if e == nil || e.kind == kindCounting {
+		if e == nil || e.kind != kindScalable && e.kind != kindFixed {
 			return nil // a gone incarnation of the key (persist.go)
 		}
 		for ; len(rest) > 0; rest = rest[8:] {
-			if !e.addHashReplay(le.Uint64(rest)) {
-				e.items.Add(1)
+			if !e.addHashReplay(le.Uint64(rest)) && e.kind == kindFixed {
+				e.items.Add(1) // a scalable filter counts its own
 			}
 		}
 		e.dirty.Store(true)
@@ -343,6 +345,53 @@ func (rp *replayer) apply(body []byte) error {
 			e.seq = seq
 		}
 		e.dirty.Store(true)
+	case recCreateRB:
+		if len(rest) > maxRBHeader {
+			return fmt.Errorf("%w: a RedisBloom header of %d bytes", errCorrupt, len(rest))
+		}
+		// The filters' bits are allocated as chunks and adds reach
+		// them, and all of them together are bounded as BF.LOADCHUNK
+		// bounded them.
+		f, err := ohbloom.NewAtomicRedisBloomFromHeader(rest, rp.maxFilterBytes)
+		if err != nil {
+			return fmt.Errorf("create record of key %q: %w", clip(key), err)
+		}
+		ne := &entry{kind: kindRedisBloom, rb: f}
+		ne.dirty.Store(true)
+		rp.keys[string(key)] = ne
+	case recRBAdd, recRBChunk:
+		if len(rest) < 8 {
+			return fmt.Errorf("%w: RedisBloom record of %d bytes", errCorrupt, len(rest))
+		}
+		seq, rest := le.Uint64(rest), rest[8:]
+		if kind == recRBAdd && (len(rest) == 0 || len(rest)%16 != 0 || len(rest) > 16*hashesPerRecord) ||
+			kind == recRBChunk && (len(rest) < 8 || len(rest) > 8+rbChunkPiece) {
+			return fmt.Errorf("%w: RedisBloom record of %d bytes", errCorrupt, len(rest)+8)
+		}
+		if e == nil || e.kind != kindRedisBloom {
+			return nil
+		}
+		if kind == recRBChunk {
+			if seq > e.seq {
+				if err := e.rb.LoadChunk(int64(le.Uint64(rest)), rest[8:]); err != nil {
+					return fmt.Errorf("%w: chunk record of key %q: %w", errCorrupt, clip(key), err)
+				}
+				e.seq = seq
+			}
+		} else {
+			for ; len(rest) > 0; rest, seq = rest[16:], seq+1 {
+				if seq <= e.seq {
+					continue // the snapshot holds it
+				}
+				// The add was new when logged; what it did then it does
+				// again: the same filter, growth and count.
+				if _, err := e.rb.AddHash(le.Uint64(rest), le.Uint64(rest[8:])); err != nil {
+					return fmt.Errorf("add record of key %q: %w; start with a larger --max-filter-bytes if it was lowered", clip(key), err)
+				}
+				e.seq = seq
+			}
+		}
+		e.dirty.Store(true)
 	case recDelete:
 		if len(rest) != 0 {
 			return fmt.Errorf("%w: delete record with %d bytes", errCorrupt, len(rest))
@@ -366,25 +415,35 @@ func (e *entry) addHashReplay(h uint64) bool {
 
 // build makes the filter of a create record, refusing what the command
 // that logged it would have refused before it allocates.
-func (rp *replayer) build(k kind, capacity uint64, rate float64, seed uint64) (*entry, error) {
+func (rp *replayer) build(k kind, capacity uint64, rate float64, growth, seed uint64) (*entry, error) {
 	if capacity < 1 || !(rate > 0 && rate < 1) {
 		return nil, fmt.Errorf("%w: capacity %d, error rate %g", errCorrupt, capacity, rate)
 	}
-	size := ohbloom.Size
-	if k == kindCounting {
-		size = ohbloom.CountingSize
+	var bytes uint64
+	var err error
+	switch k {
+	case kindScalable:
+		bytes, err = ohbloom.ScalableSizeBytes(ohbloom.Config{Capacity: capacity, FPR: rate, Growth: growth})
+	default:
+		size := ohbloom.Size
+		if k == kindCounting {
+			size = ohbloom.CountingSize
+		}
+		var blocks uint64
+		blocks, _, err = size(capacity, rate)
+		bytes = blocks * ohbloom.BlockBytes
 	}
-	blocks, _, err := size(capacity, rate)
 	if err != nil {
 		return nil, err
 	}
-	if bytes := blocks * ohbloom.BlockBytes; bytes > rp.maxFilterBytes {
+	if bytes > rp.maxFilterBytes {
 		return nil, fmt.Errorf("a filter of %d bytes exceeds max-filter-bytes (%d); start with a larger --max-filter-bytes", bytes, rp.maxFilterBytes)
 	}
 	c := ohbloom.Config{Capacity: capacity, FPR: rate, Seed: seed}
 	e := &entry{kind: k, capacity: capacity, errorRate: rate}
 	switch k {
 	case kindScalable:
+		c.Growth, c.MaxBytes = growth, rp.maxFilterBytes
 		e.scalable, err = ohbloom.NewAtomicScalableWithConfig(c)
 	case kindFixed:
 		e.fixed, err = ohbloom.NewAtomicWithConfig(c)

@@ -10,6 +10,7 @@ import (
 	"runtime/metrics"
 	"testing"
 
+	"github.com/ohbloom/ohbloom"
 	"github.com/zeebo/xxh3"
 )
 
@@ -47,8 +48,8 @@ func TestLogFormat(t *testing.T) {
 	hash := func(s string) []byte { return u64(xxh3.HashSeed([]byte(s), 0)) }
 	record([]byte{1, 1, 'k', 0}, u64(100), f64(0.01), le.AppendUint32(nil, 2), u64(0)) // create-bloom
 	record([]byte{3, 1, 'k'}, hash("a"))                                               // bloom-add
-	record([]byte{1, 1, 'f', 1}, u64(7), f64(0.5), le.AppendUint32(nil, 2), u64(0))    // create-bloom NONSCALING
-	record([]byte{2, 1, 'c'}, u64(1000), f64(0.01), u64(0))                            // create-counting
+	record([]byte{1, 1, 'f', 1}, u64(7), f64(0.25), le.AppendUint32(nil, 2), u64(0))   // create-bloom NONSCALING; 0.5 is capped, as RedisBloom caps it
+	record([]byte{2, 1, 'c'}, u64(1024), f64(0.01), u64(0))                            // create-counting, RedisBloom's default capacity
 	record([]byte{4, 1, 'c'}, u64(1), hash("x"))                                       // counting-add, seq 1
 	record([]byte{5, 1, 'c'}, u64(2), hash("x"))                                       // counting-remove, seq 2
 	record([]byte{6, 1, 'k'})                                                          // delete
@@ -90,9 +91,14 @@ func FuzzLogReplay(f *testing.F) {
 	run("CF.DEL", "c", "x")
 	run("DEL", "k")
 	dump := recordBytes("f", s.store.get("f"))
-	run("BF.LOADCHUNK", "loaded", itoa(int64(len(dump))+1), string(dump))
+	run("BF.LOADCHUNK", "loaded", itoa(ohbloomIterators|int64(len(dump))+1), string(dump))
 	run("FLUSHALL")
 	run("CF.ADD", "after", "z")
+	rb := rbFuzzSeed // a RedisBloom chain: its header, a chunk, adds
+	for _, c := range rb.chunks {
+		run("BF.LOADCHUNK", "rb", itoa(c.iter), c.data)
+	}
+	run("BF.MADD", "rb", "m1", "m2", "m3")
 	seg, err := os.ReadFile(segmentPath(dir, 1)) // always: every record is in
 	if err != nil {
 		f.Fatal(err)
@@ -168,3 +174,21 @@ func replayChecked(t *testing.T, data []byte) {
 		}
 	}
 }
+
+// rbFuzzSeed is a small RedisBloom dump (BF.RESERVE k 0.01 100, 20 items,
+// as ohbloom.RedisBloomFilter makes it, RedisBloom's bytes), for the
+// fuzzers' seeds.
+var rbFuzzSeed = func() (d struct{ chunks []chunk }) {
+	f, _ := ohbloom.NewRedisBloom(ohbloom.RedisBloomConfig{Capacity: 100, ErrorRate: 0.01, Expansion: 2})
+	for i := range 20 {
+		f.AddString(itoa(i))
+	}
+	for iter := int64(0); ; {
+		next, data := f.ScanDump(iter, nil)
+		if next == 0 {
+			return d
+		}
+		d.chunks = append(d.chunks, chunk{next, string(data)})
+		iter = next
+	}
+}()

@@ -7,7 +7,46 @@ import (
 	"github.com/ohbloom/ohbloom"
 )
 
-// BF.* commands: Bloom filter keys.
+// BF.* commands, answering as RedisBloom's rebloom.c answers: the same
+// argument parsing, in the same order, the same error texts byte for byte
+// (some with "ERR ", some without, as there), integers in RESP2 and
+// booleans in RESP3 where it replies with RedisModule_ReplyWithBool, maps
+// where it replies with RedisModule_ReplyWithMapOrArray.
+//
+// A BF key holds one of three filters: a scalable ohbloom filter
+// (BF.RESERVE, BF.ADD and BF.INSERT make them), a fixed one (NONSCALING),
+// or RedisBloom's own chain, loaded from its dump (kindRedisBloom). Every
+// command answers for all three alike.
+
+// RedisBloom's bounds and defaults (src/config.c: bf-initial-size,
+// bf-expansion-factor; src/config.h: BF_ERROR_RATE_CAP).
+const (
+	maxBFCapacity = 1 << 30
+	maxExpansion  = 32768
+	// errorRateCap: a larger error rate is taken as this, silently
+	// (rebloom.c's BFReserve_RedisCommand only logs a warning).
+	errorRateCap = 0.25
+)
+
+// RedisBloom's replies, byte for byte.
+const (
+	errBadErrorRate       = "ERR bad error rate"
+	errErrorRateRange     = "ERR error rate must be in the range (0.000000, 1.000000)"
+	errBadCapacity        = "ERR bad capacity"
+	errCapacityRange      = "ERR capacity must be in the range [1, 1073741824]"
+	errNoExpansion        = "ERR no expansion"
+	errBadExpansion       = "ERR bad expansion"
+	errExpansionRange     = "ERR expansion must be in the range [0, 32768]"
+	errCannotExpand       = "Nonscaling filters cannot expand"
+	errInsertBadErrorRate = "Bad error rate"
+	errInsertBadCapacity  = "Bad capacity"
+	errInsertBadExpansion = "Bad expansion"
+	errUnknownArgument    = "Unknown argument received"
+	errInvalidInfo        = "Invalid information value"
+	errCouldNotCreate     = "ERR could not create filter"
+	errNoMemoryToCreate   = "ERR Insufficient memory to create filter"
+	errProblemInserting   = "ERR problem inserting into filter"
+)
 
 // bloomOptions are what BF.RESERVE and BF.INSERT create a key with.
 type bloomOptions struct {
@@ -17,22 +56,38 @@ type bloomOptions struct {
 	nonScaling bool
 }
 
-// newBloom builds a BF key's filter, refusing what ohbloom cannot do as
-// asked rather than doing something else: any growth but 2, and filters
-// beyond the size limit.
+// bloomDefaults are the options of a key that BF.ADD, BF.MADD or BF.INSERT
+// creates (bf-error-rate, bf-initial-size, bf-expansion-factor).
+var bloomDefaults = bloomOptions{errorRate: defaultErrorRate, capacity: defaultBFCapacity, expansion: defaultExpansion}
+
+// newBloom builds a BF key's filter: a fixed filter at the whole error
+// rate for NONSCALING (as RedisBloom sizes its one filter), else a
+// scalable one growing by the expansion, whose stages' sizes
+// docs/sizing.md explains. A filter larger than max-filter-bytes is
+// refused before anything is allocated, and a scalable one stops growing
+// at it.
 func (s *Server) newBloom(o bloomOptions) (*entry, error) {
-	if err := o.valid(); err != nil {
-		return nil, err
-	}
-	if !o.nonScaling && o.expansion != defaultExpansion {
-		return nil, fmt.Errorf("ERR ohbloom's scalable filters grow by %d: EXPANSION %d is not supported", defaultExpansion, o.expansion)
-	}
-	if err := s.checkSize(uint64(o.capacity), o.errorRate, ohbloom.Size); err != nil {
-		return nil, err
-	}
 	c := ohbloom.Config{Capacity: uint64(o.capacity), FPR: o.errorRate}
-	e := &entry{capacity: uint64(o.capacity), errorRate: o.errorRate}
+	var size uint64
 	var err error
+	if o.nonScaling {
+		var blocks uint64
+		blocks, _, err = ohbloom.Size(c.Capacity, c.FPR)
+		size = blocks * ohbloom.BlockBytes
+	} else {
+		c.Growth = uint64(o.expansion)
+		size, err = ohbloom.ScalableSizeBytes(c)
+	}
+	if err != nil {
+		// An error rate so small that no filter of ohbloom's reaches it:
+		// RedisBloom's reply to a filter it cannot size.
+		return nil, errors.New(errCouldNotCreate)
+	}
+	if max := s.cfg.MaxFilterBytes; size > max {
+		return nil, fmt.Errorf("ERR filter of %d bytes exceeds max-filter-bytes (%d)", size, max)
+	}
+	c.MaxBytes = s.cfg.MaxFilterBytes
+	e := &entry{capacity: c.Capacity, errorRate: c.FPR}
 	if o.nonScaling {
 		e.kind = kindFixed
 		e.fixed, err = ohbloom.NewAtomicWithConfig(c)
@@ -40,23 +95,20 @@ func (s *Server) newBloom(o bloomOptions) (*entry, error) {
 		e.kind = kindScalable
 		e.scalable, err = ohbloom.NewAtomicScalableWithConfig(c)
 	}
-	if err != nil {
-		return nil, errors.New("ERR " + oneLine(err.Error()))
+	switch {
+	case errors.Is(err, ohbloom.ErrTooLarge):
+		return nil, errors.New(errNoMemoryToCreate)
+	case err != nil:
+		return nil, errors.New(errCouldNotCreate)
 	}
 	return e, nil
 }
 
-func (s *Server) checkSize(n uint64, p float64, size func(uint64, float64) (uint64, int, error)) error {
-	blocks, _, err := size(n, p)
-	if err != nil {
-		return errors.New("ERR " + oneLine(err.Error()))
-	}
-	if bytes := blocks * ohbloom.BlockBytes; bytes > s.cfg.MaxFilterBytes {
-		return fmt.Errorf("ERR filter of %d bytes exceeds max-filter-bytes (%d)", bytes, s.cfg.MaxFilterBytes)
-	}
-	return nil
-}
-
+// cmdBFReserve is BFReserve_RedisCommand: the error rate, the capacity,
+// then NONSCALING and EXPANSION found anywhere among the arguments (the
+// key and the numbers included: a key named "nonscaling" makes a filter
+// that does not grow, there and here), unknown arguments ignored, and the
+// key looked at last.
 func cmdBFReserve(s *Server, sess *session, w replier, args [][]byte) {
 	if len(args) > 7 {
 		w.WriteError(wrongArity(args[0]))
@@ -64,53 +116,151 @@ func cmdBFReserve(s *Server, sess *session, w replier, args [][]byte) {
 	}
 	o := bloomOptions{expansion: defaultExpansion}
 	var ok bool
-	if o.errorRate, ok = parseRate(args[2]); !ok {
-		w.WriteError("ERR bad error rate")
+	if o.errorRate, ok = parseDouble(args[2]); !ok {
+		w.WriteError(errBadErrorRate)
 		return
 	}
-	if o.capacity, ok = parseInt(args[3]); !ok {
-		w.WriteError("ERR bad capacity")
+	if !(o.errorRate > 0 && o.errorRate < 1) {
+		w.WriteError(errErrorRateRange)
 		return
 	}
-	for i := 4; i < len(args); i++ {
-		switch {
-		case eq(args[i], "NONSCALING"):
+	o.errorRate = min(o.errorRate, errorRateCap)
+	if o.capacity, ok = parseLongLong(args[3]); !ok {
+		w.WriteError(errBadCapacity)
+		return
+	}
+	if o.capacity < 1 || o.capacity > maxBFCapacity {
+		w.WriteError(errCapacityRange)
+		return
+	}
+	o.nonScaling = argIndex(args, "NONSCALING") != -1
+	at := argIndex(args, "EXPANSION")
+	if at+1 == len(args) {
+		w.WriteError(errNoExpansion)
+		return
+	}
+	if at != -1 {
+		if o.expansion, ok = parseLongLong(args[at+1]); !ok {
+			w.WriteError(errBadExpansion)
+			return
+		}
+		// EXPANSION 0 is NONSCALING; another with NONSCALING is refused,
+		// and that before the range is checked.
+		if o.expansion == 0 {
 			o.nonScaling = true
-		case eq(args[i], "EXPANSION"):
-			if i+1 == len(args) {
-				w.WriteError("ERR no expansion")
-				return
-			}
-			i++
-			if o.expansion, ok = parseInt(args[i]); !ok {
-				w.WriteError("ERR bad expansion")
-				return
-			}
-		default:
-			w.WriteError(unknownArgument(args[i]))
+		} else if o.nonScaling {
+			w.WriteError(errCannotExpand)
+			return
+		}
+		if o.expansion < 0 || o.expansion > maxExpansion {
+			w.WriteError(errExpansionRange)
 			return
 		}
 	}
 	s.reserve(sess, w, args[1], false, func() (*entry, error) { return s.newBloom(o) })
 }
 
-// bloomEntry returns the BF key name, creating it with o when create is
-// set; it writes the error reply and returns nil when there is none.
-func (s *Server) bloomEntry(sess *session, w replier, name []byte, create bool, o bloomOptions) *entry {
-	if !create {
-		e := s.store.get(string(name))
-		switch {
-		case e == nil:
-			w.WriteError(errNotFound)
-			return nil
-		case e.kind == kindCounting:
-			w.WriteError(wrongType)
-			return nil
-		}
-		return e
+// cmdBFInsert is BFInsert_RedisCommand. It reads its options by their
+// first letters, as RedisBloom does: any word starting with I starts the
+// items, E is ERROR when its second letter is R and EXPANSION otherwise,
+// C is CAPACITY, N is NOCREATE when its third letter is C and NONSCALING
+// otherwise. So "BF.INSERT k N ITEMS a" makes a NONSCALING filter there
+// and here. EXPANSION 0 is NONSCALING; EXPANSION with NONSCALING is not
+// refused (unlike BF.RESERVE): the filter does not grow.
+func cmdBFInsert(s *Server, sess *session, w replier, args [][]byte) {
+	if msg := s.store.writeRefusal(); msg != "" {
+		w.WriteError(msg)
+		return
 	}
-	e := s.store.getBytes(name) // no copy of the key unless it is created
+	o, create, items := bloomDefaults, true, -1
+	for i := 2; i < len(args) && items < 0; {
+		arg := args[i]
+		switch lower(at(arg, 0)) {
+		case 'i':
+			i++
+			items = i
+		case 'e':
+			if i++; i == len(args) {
+				w.WriteError(wrongArity(args[0]))
+				return
+			}
+			var ok bool
+			if lower(at(arg, 1)) == 'r' {
+				o.errorRate, ok = parseDouble(args[i])
+				if !ok || !(o.errorRate > 0 && o.errorRate < 1) {
+					w.WriteError(errInsertBadErrorRate)
+					return
+				}
+				o.errorRate = min(o.errorRate, errorRateCap)
+			} else {
+				o.expansion, ok = parseLongLong(args[i])
+				if !ok || o.expansion < 0 || o.expansion > maxExpansion {
+					w.WriteError(errInsertBadExpansion)
+					return
+				}
+			}
+			i++
+		case 'c':
+			if i++; i == len(args) {
+				w.WriteError(wrongArity(args[0]))
+				return
+			}
+			var ok bool
+			if o.capacity, ok = parseLongLong(args[i]); !ok || o.capacity < 1 || o.capacity > maxBFCapacity {
+				w.WriteError(errInsertBadCapacity)
+				return
+			}
+			i++
+		case 'n':
+			if lower(at(arg, 2)) == 'c' {
+				create = false
+			} else {
+				o.nonScaling = true
+			}
+			i++
+		default:
+			w.WriteError(errUnknownArgument)
+			return
+		}
+	}
+	if o.expansion == 0 {
+		o.nonScaling = true
+	}
+	if items < 0 || items == len(args) {
+		w.WriteError(wrongArity(args[0]))
+		return
+	}
+	e := s.bloomEntry(sess, w, args[1], create, o)
 	if e == nil {
+		return
+	}
+	s.addItems(sess, e, w, args[1], args[items:], true)
+}
+
+// cmdBFAdd is BF.ADD and BF.MADD (BFAdd_RedisCommand), told apart as
+// RedisBloom tells them: by the fourth letter of the command's name.
+func cmdBFAdd(s *Server, sess *session, w replier, args [][]byte) {
+	if msg := s.store.writeRefusal(); msg != "" {
+		w.WriteError(msg)
+		return
+	}
+	e := s.bloomEntry(sess, w, args[1], true, bloomDefaults)
+	if e == nil {
+		return
+	}
+	s.addItems(sess, e, w, args[1], args[2:], lower(args[0][3]) == 'm')
+}
+
+// bloomEntry returns the BF key name, creating it with o when create is
+// set; it writes RedisBloom's error reply and returns nil when there is
+// none or it holds another type.
+func (s *Server) bloomEntry(sess *session, w replier, name []byte, create bool, o bloomOptions) *entry {
+	e := s.store.getBytes(name) // no copy of the key unless it is created
+	switch {
+	case e == nil && !create:
+		w.WriteError(errNotFound)
+		return nil
+	case e == nil:
 		if len(name) > maxKeyBytes {
 			w.WriteError(errKeyTooLong)
 			return nil
@@ -131,37 +281,27 @@ func (s *Server) bloomEntry(sess *session, w replier, name []byte, create bool, 
 	return e
 }
 
-// Results of adding one item to a BF key.
+// What adding one item to a BF key did.
 const (
-	addPresent int8 = iota // the filter already reported it
-	addNew
-	addFull      // a NONSCALING filter at its capacity
-	addSizeLimit // a scalable filter at max-filter-bytes
+	addPresent int8 = iota // the filter already reported it: 0
+	addNew                 // 1
+	// addFull: a filter that does not grow holds its capacity
+	// (SBChain_Add's -2). It ends a BF.MADD or BF.INSERT there: the
+	// items after it are neither tried nor answered.
+	addFull
+	// addSizeLimit: the filter would grow past max-filter-bytes.
+	addSizeLimit
+	// addCannotGrow: its next stage cannot be built at all
+	// (SBChain_Add's -1); the items after it are still tried.
+	addCannotGrow
+	// addLogFailed: the append-only log could not take the change.
+	addLogFailed
 )
 
-// bloomAdd adds one item and returns 1 if it was new, 0 if the filter
-// already reported it, or an error reply.
-func (s *Server) bloomAdd(e *entry, item []byte) (int64, string) {
-	switch r := s.bloomAddHash(e, e.hash(item)); r {
-	case addPresent, addNew:
-		return int64(r), ""
-	default:
-		return 0, s.addError(r)
-	}
-}
-
-func (s *Server) addError(r int8) string {
-	if r == addFull {
-		return errNonScalingIsFull
-	}
-	return fmt.Sprintf("ERR filter reached max-filter-bytes (%d) and cannot grow", s.cfg.MaxFilterBytes)
-}
-
-// bloomAddHash adds the item whose hash is h. A change marks the key dirty
-// before its caller logs it (persist.go says why).
+// bloomAddHash adds the item whose hash is h to an ohbloom key. A change
+// marks the key dirty before its caller logs it (persist.go says why).
 func (s *Server) bloomAddHash(e *entry, h uint64) int8 {
-	switch e.kind {
-	case kindFixed:
+	if e.kind == kindFixed {
 		if e.fixed.TestHash(h) {
 			return addPresent
 		}
@@ -182,174 +322,228 @@ func (s *Server) bloomAddHash(e *entry, h uint64) int8 {
 		}
 		e.markDirty()
 		return addNew
-	default:
-		if e.scalable.SizeBytes() > s.cfg.MaxFilterBytes && !e.scalable.TestHash(h) {
-			return addSizeLimit
-		}
-		if e.scalable.TestAndAddHash(h) {
-			return addPresent
-		}
-		e.items.Add(1)
+	}
+	added, err := e.scalable.TryAddHash(h)
+	switch {
+	case err == nil && added:
 		e.markDirty()
 		return addNew
+	case err == nil:
+		return addPresent
+	case errors.Is(err, ohbloom.ErrTooLarge) || errors.Is(err, ohbloom.ErrInvalidConfig):
+		return addCannotGrow // the next stage cannot be built at all
+	default:
+		return addSizeLimit // it would take the filter past MaxBytes
 	}
 }
 
-func cmdBFAdd(s *Server, sess *session, w replier, args [][]byte) {
-	if msg := s.store.writeRefusal(); msg != "" {
-		w.WriteError(msg)
-		return
+// bloomAdd adds one item to an ohbloom BF key, unlogged (for tests and
+// tools that fill a key).
+func (s *Server) bloomAdd(e *entry, item []byte) int8 { return s.bloomAddHash(e, e.hash(item)) }
+
+// rbAddResult classifies a RedisBloom chain's add.
+func rbAddResult(added bool, err error) int8 {
+	switch {
+	case err == nil && added:
+		return addNew
+	case err == nil:
+		return addPresent
+	case errors.Is(err, ohbloom.ErrRedisBloomFull):
+		return addFull
+	case errors.Is(err, ohbloom.ErrTooLarge):
+		return addSizeLimit
+	default:
+		return addCannotGrow
 	}
-	o := bloomOptions{errorRate: defaultErrorRate, capacity: defaultBFCapacity, expansion: defaultExpansion}
-	e := s.bloomEntry(sess, w, args[1], true, o)
-	if e == nil {
-		return
+}
+
+// addReply writes the reply of one add.
+func (s *Server) addReply(w replier, r int8, logErr error) {
+	switch r {
+	case addPresent, addNew:
+		w.WriteBool(r == addNew)
+	case addFull:
+		w.WriteError(errNonScalingIsFull)
+	case addSizeLimit:
+		w.WriteError(fmt.Sprintf("ERR filter reached max-filter-bytes (%d) and cannot grow", s.cfg.MaxFilterBytes))
+	case addCannotGrow:
+		w.WriteError(errProblemInserting)
+	default:
+		w.WriteError(logFailed(logErr))
 	}
-	multi := eq(args[0], "bf.madd")
-	s.addItems(sess, e, w, args[1], args[2:], multi)
+}
+
+// stops reports whether a full filter ends a multi-add: one that does not
+// grow.
+func (e *entry) stops() bool {
+	return e.kind == kindFixed || e.kind == kindRedisBloom && e.rb.Options()&ohbloom.RedisBloomNoScaling != 0
 }
 
 // addItems adds items to the BF key name, hashesPerRecord at a time: each
-// group is applied, logged as one record of hashes, committed, and only
-// then answered. An item found present is logged too under always: its
-// bits may come from another client's add whose record is not yet
-// written, and this reply must not outrun it.
+// group is applied, logged as one record, committed, and only then
+// answered. With multi the replies are an array, which ends at the first
+// item refused because the filter is full, as bfInsertCommon's does (its
+// length set afterwards, RedisModule_ReplySetArrayLength); for a filter
+// that grows the length is known at once and the replies stream.
 func (s *Server) addItems(sess *session, e *entry, w replier, name []byte, items [][]byte, multi bool) {
-	if multi {
+	stops := e.stops()
+	if multi && !stops {
 		w.WriteArray(len(items))
 	}
-	log := s.store.log
-	logPresent := log != nil && log.policy == fsyncAlways
+	var stack [hashesPerRecord]int8
+	var held []int8 // the replies of a multi-add that may stop, until its length is known
+	var logErr error
 	for len(items) > 0 {
 		group := items[:min(len(items), hashesPerRecord)]
 		items = items[len(group):]
-		var results [hashesPerRecord]int8
-		var hs [hashesPerRecord]uint64
-		n := 0
-		for i, item := range group {
-			h := e.hash(item)
-			results[i] = s.bloomAddHash(e, h)
-			if log != nil && (results[i] == addNew || (results[i] == addPresent && logPresent)) {
-				hs[n] = h
-				n++
+		results := stack[:len(group)]
+		n, pos := s.addGroup(e, name, group, results)
+		results = results[:n]
+		if err := s.commit(sess, pos); err != nil {
+			logErr = err
+			for i := range results {
+				results[i] = addLogFailed
 			}
 		}
-		var pos uint64
-		if n > 0 {
-			pos = log.appendHashes(recBloomAdd, name, 0, hs[:n])
-		}
-		err := s.commit(sess, pos)
-		for _, r := range results[:len(group)] {
-			switch {
-			case err != nil:
-				w.WriteError(logFailed(err))
-			case r == addPresent || r == addNew:
-				w.WriteInt64(int64(r))
-			default:
-				w.WriteError(s.addError(r))
-			}
-		}
-	}
-}
-
-func cmdBFInsert(s *Server, sess *session, w replier, args [][]byte) {
-	if msg := s.store.writeRefusal(); msg != "" {
-		w.WriteError(msg)
-		return
-	}
-	o := bloomOptions{errorRate: defaultErrorRate, capacity: defaultBFCapacity, expansion: defaultExpansion}
-	create, items := true, -1
-	var ok bool
-	for i := 2; i < len(args) && items < 0; i++ {
+		stopped := n < len(group) || n > 0 && results[n-1] == addFull
 		switch {
-		case eq(args[i], "ITEMS"):
-			items = i + 1
-		case eq(args[i], "NOCREATE"):
-			create = false
-		case eq(args[i], "NONSCALING"):
-			o.nonScaling = true
-		case eq(args[i], "CAPACITY") || eq(args[i], "ERROR") || eq(args[i], "EXPANSION"):
-			if i+1 == len(args) {
-				w.WriteError(wrongArity(args[0]))
-				return
+		case !multi:
+			s.addReply(w, results[0], logErr)
+			return
+		case !stops:
+			for _, r := range results {
+				s.addReply(w, r, logErr)
 			}
-			switch i++; {
-			case eq(args[i-1], "CAPACITY"):
-				if o.capacity, ok = parseInt(args[i]); !ok {
-					w.WriteError("ERR bad capacity")
-					return
-				}
-			case eq(args[i-1], "ERROR"):
-				if o.errorRate, ok = parseRate(args[i]); !ok {
-					w.WriteError("ERR bad error rate")
-					return
-				}
-			default:
-				if o.expansion, ok = parseInt(args[i]); !ok {
-					w.WriteError("ERR bad expansion")
-					return
-				}
+			continue
+		case held == nil && (stopped || len(items) == 0):
+			// The whole reply is in this group: no copy.
+			w.WriteArray(len(results))
+			for _, r := range results {
+				s.addReply(w, r, logErr)
 			}
-		default:
-			w.WriteError(unknownArgument(args[i]))
 			return
 		}
-	}
-	if items < 0 || items == len(args) {
-		w.WriteError(wrongArity(args[0]))
-		return
-	}
-	if create {
-		// Options are checked even when the key exists, as RedisBloom does.
-		if err := o.valid(); err != nil {
-			w.WriteError(err.Error())
-			return
+		held = append(held, results...)
+		if stopped {
+			break
 		}
 	}
-	e := s.bloomEntry(sess, w, args[1], create, o)
-	if e == nil {
-		return
+	if stops && multi {
+		w.WriteArray(len(held))
+		for _, r := range held {
+			s.addReply(w, r, logErr)
+		}
 	}
-	s.addItems(sess, e, w, args[1], args[items:], true)
 }
 
-// valid checks the options with RedisBloom's messages, before any filter
-// is built.
-func (o bloomOptions) valid() error {
-	switch {
-	case o.errorRate <= 0 || o.errorRate >= 1:
-		return errors.New("ERR (0 < error rate range < 1)")
-	case o.capacity < 1:
-		return errors.New("ERR (capacity should be larger than 0)")
-	case o.expansion < 1:
-		return errors.New("ERR expansion should be greater or equal to 1")
+// addGroup adds at most hashesPerRecord items, sets their results, logs
+// the changes as one record and returns how many it tried (fewer when a
+// full filter ended them) and the log position the replies wait for.
+func (s *Server) addGroup(e *entry, name []byte, group [][]byte, results []int8) (int, uint64) {
+	log := s.store.log
+	if e.kind == kindRedisBloom {
+		return s.rbAddGroup(e, name, group, results)
 	}
-	return nil
+	// An item found present is logged too under always: its bits may
+	// come from another client's add whose record is not yet written, and
+	// this reply must not outrun it.
+	logPresent := log != nil && log.policy == fsyncAlways
+	var hs [hashesPerRecord]uint64
+	n, tried := 0, len(group)
+	for i, item := range group {
+		h := e.hash(item)
+		r := s.bloomAddHash(e, h)
+		results[i] = r
+		if log != nil && (r == addNew || (r == addPresent && logPresent)) {
+			hs[n] = h
+			n++
+		}
+		if r == addFull {
+			tried = i + 1
+			break
+		}
+	}
+	var pos uint64
+	if n > 0 {
+		pos = log.appendHashes(recBloomAdd, name, 0, hs[:n])
+	}
+	return tried, pos
 }
 
+// rbAddGroup is addGroup for a RedisBloom key: the adds, their numbers and
+// their record are one step under the key's lock (entry.mu), so that a
+// replay applies them in the order they were applied, which decides its
+// growth and counts. An add that changed nothing is not logged; what it
+// saw may be another client's add, which is in the log before the lock
+// was released, so the reply waits for the log's tail.
+func (s *Server) rbAddGroup(e *entry, name []byte, group [][]byte, results []int8) (int, uint64) {
+	log := s.store.log
+	if log == nil {
+		for i, item := range group {
+			results[i] = rbAddResult(e.rb.Add(item))
+			if results[i] == addNew {
+				e.markDirty()
+			}
+			if results[i] == addFull {
+				return i + 1, 0
+			}
+		}
+		return len(group), 0
+	}
+	var pairs [hashesPerRecord][2]uint64
+	n, tried := 0, len(group)
+	e.mu.Lock()
+	first := e.seq + 1
+	for i, item := range group {
+		a, b := e.rb.Hash(item)
+		r := rbAddResult(e.rb.AddHash(a, b))
+		results[i] = r
+		if r == addNew {
+			pairs[n] = [2]uint64{a, b}
+			n++
+		}
+		if r == addFull {
+			tried = i + 1
+			break
+		}
+	}
+	var pos uint64
+	if n > 0 {
+		e.seq += uint64(n)
+		e.markDirty()
+		pos = log.appendRBAdds(name, first, pairs[:n])
+	} else {
+		pos = log.tail.Load()
+	}
+	e.mu.Unlock()
+	return tried, pos
+}
+
+// bloomTest is BF.EXISTS of one item.
 func (e *entry) bloomTest(item []byte) bool {
-	if e.kind == kindFixed {
+	switch e.kind {
+	case kindFixed:
 		return e.fixed.Test(item)
+	case kindScalable:
+		return e.scalable.Test(item)
+	default:
+		return e.rb.Test(item)
 	}
-	return e.scalable.Test(item)
 }
 
+// cmdBFExists is BF.EXISTS and BF.MEXISTS (BFCheck_RedisCommand): a key
+// that is missing, or holds another type, answers 0 for every item; there
+// is no WRONGTYPE here, as in RedisBloom.
 func cmdBFExists(s *Server, _ *session, w replier, args [][]byte) {
 	e := s.store.getBytes(args[1])
 	if e != nil && e.kind == kindCounting {
-		w.WriteError(wrongType)
-		return
+		e = nil
 	}
-	multi := eq(args[0], "bf.mexists")
-	if multi {
+	if lower(args[0][3]) == 'm' {
 		w.WriteArray(len(args) - 2)
 	}
 	for _, item := range args[2:] {
-		if e != nil && e.bloomTest(item) {
-			w.WriteInt64(1)
-		} else {
-			w.WriteInt64(0)
-		}
+		w.WriteBool(e != nil && e.bloomTest(item))
 	}
 }
 
@@ -361,49 +555,77 @@ func cmdBFCard(s *Server, _ *session, w replier, args [][]byte) {
 	case e.kind == kindCounting:
 		w.WriteError(wrongType)
 	default:
-		w.WriteInt64(int64(e.items.Load()))
+		w.WriteInt64(int64(e.card()))
 	}
 }
 
+// bloomInfoFields are BF.INFO's fields, in its order, with the argument
+// that asks for each alone.
+var bloomInfoFields = [...]struct{ name, arg string }{
+	{"Capacity", "capacity"},
+	{"Size", "size"},
+	{"Number of filters", "filters"},
+	{"Number of items inserted", "items"},
+	{"Expansion rate", "expansion"},
+}
+
+func (in bloomInfo) write(w replier, field int) {
+	switch field {
+	case 0:
+		w.WriteInt64(int64(in.capacity))
+	case 1:
+		w.WriteInt64(int64(in.size))
+	case 2:
+		w.WriteInt64(int64(in.filters))
+	case 3:
+		w.WriteInt64(int64(in.items))
+	default:
+		if in.expansion == 0 {
+			w.WriteNull() // a filter that does not grow
+		} else {
+			w.WriteInt64(int64(in.expansion))
+		}
+	}
+}
+
+// cmdBFInfo is BFInfo_RedisCommand: every field (a map in RESP3, pairs in
+// RESP2), or one, named in any case: in RESP3 a map of that one field, in
+// RESP2 an array of its value alone. The key is looked at before the
+// field's name.
 func cmdBFInfo(s *Server, _ *session, w replier, args [][]byte) {
 	if len(args) > 3 {
 		w.WriteError(wrongArity(args[0]))
 		return
 	}
-	e := s.bloomEntry(nil, w, args[1], false, bloomOptions{})
-	if e == nil {
+	e := s.store.getBytes(args[1])
+	switch {
+	case e == nil:
+		w.WriteError(errNotFound)
+		return
+	case e.kind == kindCounting:
+		w.WriteError(wrongType)
 		return
 	}
-	fields := []struct {
-		name, arg string
-		value     func()
-	}{
-		{"Capacity", "CAPACITY", func() { w.WriteInt64(int64(e.capacityNow())) }},
-		{"Size", "SIZE", func() { w.WriteInt64(int64(e.sizeBytes())) }},
-		{"Number of filters", "FILTERS", func() { w.WriteInt64(int64(e.stages())) }},
-		{"Number of items inserted", "ITEMS", func() { w.WriteInt64(int64(e.items.Load())) }},
-		{"Expansion rate", "EXPANSION", func() {
-			if e.kind == kindFixed {
-				w.WriteNull()
-			} else {
-				w.WriteInt64(defaultExpansion)
-			}
-		}},
-	}
+	in := e.bloomInfo()
 	if len(args) == 3 {
-		for _, f := range fields {
-			if eq(args[2], f.arg) {
-				w.WriteArray(1)
-				f.value()
+		for i, f := range bloomInfoFields {
+			if len(args[2]) == len(f.arg) && eq(args[2], f.arg) {
+				if w.Proto() == 3 {
+					w.WriteMap(1)
+					w.WriteString(f.name)
+				} else {
+					w.WriteArray(1)
+				}
+				in.write(w, i)
 				return
 			}
 		}
-		w.WriteError("ERR Invalid information value")
+		w.WriteError(errInvalidInfo)
 		return
 	}
-	w.WriteArray(2 * len(fields))
-	for _, f := range fields {
+	w.WriteMap(len(bloomInfoFields))
+	for i, f := range bloomInfoFields {
 		w.WriteString(f.name)
-		f.value()
+		in.write(w, i)
 	}
 }

@@ -3,57 +3,124 @@ package server
 import (
 	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/ohbloom/ohbloom"
 )
 
-// CF.* commands: counting filters stand where RedisBloom has cuckoo filters.
+// CF.* commands: counting filters stand where RedisBloom has cuckoo
+// filters, so that CF.DEL works. The commands parse and answer as
+// rebloom.c's CF commands do (texts, RESP3 booleans where it sends them,
+// maps); what a counting filter does differently is in docs/server.md:
+// it never fills up (counters saturate at 15 instead of a cuckoo filter's
+// "Filter is full"), it does not grow, and BUCKETSIZE, MAXITERATIONS and
+// EXPANSION, checked as RedisBloom checks them, shape nothing.
+
+// RedisBloom's bounds and defaults for cuckoo filters (src/config.c).
+const (
+	cfDefaultCapacity   = 1024 // cf-initial-size
+	cfDefaultBucketSize = 2    // cf-bucket-size
+	cfMaxCapacity       = 1 << 30
+	cfMaxBucketSize     = 255
+	cfMaxIterations     = 65535
+	cfMaxExpansion      = 32768
+)
+
+const (
+	errCFBadCapacity     = "Bad capacity"
+	errCFCapacityRange   = "Capacity must be in the range [2 * BUCKETSIZE, 1073741824]"
+	errCFInsertCapacity  = "Capacity must be in the range [cf-bucket-size * 2, 1073741824]"
+	errCFNotFound        = "Not found"
+	errCFCouldNotCreate  = "ERR Could not create filter"
+	errCFInvalidPosition = "Invalid position"
+)
 
 func (s *Server) newCounting(capacity int64) (*entry, error) {
-	if capacity < 1 {
-		return nil, errors.New("ERR (capacity should be larger than 0)")
+	if capacity < 2*cfDefaultBucketSize {
+		return nil, errors.New(errCFCouldNotCreate) // cfCreate's own check
 	}
 	if err := s.checkSize(uint64(capacity), countingErrorRate, countingSize); err != nil {
 		return nil, err
 	}
 	f, err := ohbloom.NewAtomicCountingWithConfig(ohbloom.Config{Capacity: uint64(capacity), FPR: countingErrorRate})
 	if err != nil {
-		return nil, errors.New("ERR " + oneLine(err.Error()))
+		return nil, errors.New(errNoMemoryToCreate)
 	}
 	return &entry{kind: kindCounting, counting: f, capacity: uint64(capacity), errorRate: countingErrorRate}, nil
+}
+
+// checkSize refuses a filter that size says would exceed max-filter-bytes.
+func (s *Server) checkSize(n uint64, p float64, size func(uint64, float64) (uint64, int, error)) error {
+	blocks, _, err := size(n, p)
+	if err != nil {
+		return errors.New(errCFCouldNotCreate)
+	}
+	if bytes := blocks * ohbloom.BlockBytes; bytes > s.cfg.MaxFilterBytes {
+		return fmt.Errorf("ERR filter of %d bytes exceeds max-filter-bytes (%d)", bytes, s.cfg.MaxFilterBytes)
+	}
+	return nil
 }
 
 // countingSize sizes a counting filter without allocating one.
 func countingSize(n uint64, p float64) (uint64, int, error) { return ohbloom.CountingSize(n, p) }
 
-func cmdCFReserve(s *Server, sess *session, w replier, args [][]byte) {
-	capacity, ok := parseInt(args[2])
+// cfOption finds one of CF.RESERVE's options as RedisBloom does
+// (RMUtil_ArgIndex over every argument) and checks its value; it returns
+// the error reply or "".
+func cfOption(args [][]byte, name string, lo, hi int64, def int64) (int64, string) {
+	i := argIndex(args, name)
+	if i == -1 {
+		return def, ""
+	}
+	var v int64
+	ok := i+1 < len(args)
+	if ok {
+		v, ok = parseLongLong(args[i+1])
+	}
 	if !ok {
-		w.WriteError("ERR Bad capacity")
+		return 0, "Couldn't parse " + name
+	}
+	if v < lo || v > hi {
+		return 0, fmt.Sprintf("%s: value must be in the range [%d, %d]", name, lo, hi)
+	}
+	return v, ""
+}
+
+// cmdCFReserve is CFReserve_RedisCommand: an odd number of arguments, the
+// capacity, then MAXITERATIONS, BUCKETSIZE and EXPANSION (in that order of
+// checking) found anywhere, then the capacity against the bucket size.
+func cmdCFReserve(s *Server, sess *session, w replier, args [][]byte) {
+	if len(args)%2 == 0 {
+		w.WriteError(wrongArity(args[0]))
 		return
 	}
-	for i := 3; i < len(args); i += 2 {
-		if i+1 == len(args) {
-			w.WriteError(wrongArity(args[0]))
-			return
-		}
-		v, ok := parseInt(args[i+1])
-		switch {
-		case eq(args[i], "BUCKETSIZE") || eq(args[i], "MAXITERATIONS") || eq(args[i], "EXPANSION"):
-			// Cuckoo-filter tuning: a counting filter has no buckets
-			// to size and never relocates; the values are checked and
-			// otherwise have no effect.
-			if !ok || v < 0 {
-				w.WriteError(fmt.Sprintf("ERR Couldn't parse %s", strings.ToUpper(string(args[i]))))
-				return
-			}
-		default:
-			w.WriteError(unknownArgument(args[i]))
-			return
-		}
+	capacity, ok := parseLongLong(args[2])
+	if !ok {
+		w.WriteError(errCFBadCapacity)
+		return
 	}
-	s.reserve(sess, w, args[1], true, func() (*entry, error) { return s.newCounting(capacity) })
+	if _, msg := cfOption(args, "MAXITERATIONS", 1, cfMaxIterations, 20); msg != "" {
+		w.WriteError(msg)
+		return
+	}
+	bucketSize, msg := cfOption(args, "BUCKETSIZE", 1, cfMaxBucketSize, cfDefaultBucketSize)
+	if msg != "" {
+		w.WriteError(msg)
+		return
+	}
+	if _, msg := cfOption(args, "EXPANSION", 0, cfMaxExpansion, 1); msg != "" {
+		w.WriteError(msg)
+		return
+	}
+	if bucketSize*2 > capacity || capacity > cfMaxCapacity {
+		w.WriteError(errCFCapacityRange)
+		return
+	}
+	s.reserve(sess, w, args[1], true, func() (*entry, error) {
+		// A cuckoo filter's capacity is at least twice its bucket size;
+		// a counting filter takes any, so the smallest that RedisBloom
+		// takes with the default bucket size is sized for.
+		return s.newCounting(max(capacity, 2*cfDefaultBucketSize))
+	})
 }
 
 // reserve creates the key with build and answers BF.RESERVE or CF.RESERVE:
@@ -150,48 +217,60 @@ func (s *Server) countingAdds(sess *session, e *entry, name []byte, items [][]by
 	return s.commit(sess, pos)
 }
 
+// cmdCFAdd is CF.ADD and CF.ADDNX (CFAdd_RedisCommand, told apart by the
+// last letter of the name): a boolean in RESP3.
 func cmdCFAdd(s *Server, sess *session, w replier, args [][]byte) {
 	if msg := s.store.writeRefusal(); msg != "" {
 		w.WriteError(msg)
 		return
 	}
-	e := s.countingEntry(sess, w, args[1], true, defaultCFCapacity)
+	e := s.countingEntry(sess, w, args[1], true, cfDefaultCapacity)
 	if e == nil {
 		return
 	}
 	var out [1]int64
-	if err := s.countingAdds(sess, e, args[1], args[2:3], eq(args[0], "cf.addnx"), out[:]); err != nil {
+	if err := s.countingAdds(sess, e, args[1], args[2:3], lower(args[0][len(args[0])-1]) == 'x', out[:]); err != nil {
 		w.WriteError(logFailed(err))
 		return
 	}
-	w.WriteInt64(out[0])
+	w.WriteBool(out[0] == 1)
 }
 
+// cmdCFInsert is CF.INSERT and CF.INSERTNX (CFInsert_RedisCommand), its
+// options read by their first letters: C is CAPACITY, I starts the items,
+// any word starting with N is NOCREATE. CF.INSERT answers booleans in
+// RESP3, CF.INSERTNX integers in both protocols, as RedisBloom does.
 func cmdCFInsert(s *Server, sess *session, w replier, args [][]byte) {
 	if msg := s.store.writeRefusal(); msg != "" {
 		w.WriteError(msg)
 		return
 	}
-	capacity, create, items := int64(defaultCFCapacity), true, -1
-	for i := 2; i < len(args) && items < 0; i++ {
-		switch {
-		case eq(args[i], "ITEMS"):
-			items = i + 1
-		case eq(args[i], "NOCREATE"):
-			create = false
-		case eq(args[i], "CAPACITY"):
-			if i+1 == len(args) {
+	capacity, create, items := int64(cfDefaultCapacity), true, -1
+	for i := 2; i < len(args) && items < 0; {
+		switch lower(at(args[i], 0)) {
+		case 'c':
+			if i++; i == len(args) {
 				w.WriteError(wrongArity(args[0]))
 				return
 			}
-			i++
 			var ok bool
-			if capacity, ok = parseInt(args[i]); !ok || capacity < 1 {
-				w.WriteError("ERR Bad capacity")
+			if capacity, ok = parseLongLong(args[i]); !ok {
+				w.WriteError(errCFBadCapacity)
 				return
 			}
+			if capacity < 2*cfDefaultBucketSize || capacity > cfMaxCapacity {
+				w.WriteError(errCFInsertCapacity)
+				return
+			}
+			i++
+		case 'i':
+			i++
+			items = i
+		case 'n':
+			create = false
+			i++
 		default:
-			w.WriteError(unknownArgument(args[i]))
+			w.WriteError(errUnknownArgument)
 			return
 		}
 	}
@@ -203,7 +282,7 @@ func cmdCFInsert(s *Server, sess *session, w replier, args [][]byte) {
 	if e == nil {
 		return
 	}
-	nx := eq(args[0], "cf.insertnx")
+	nx := lower(args[0][len(args[0])-1]) == 'x'
 	w.WriteArray(len(args) - items)
 	for rest := args[items:]; len(rest) > 0; {
 		group := rest[:min(len(rest), hashesPerRecord)]
@@ -211,35 +290,38 @@ func cmdCFInsert(s *Server, sess *session, w replier, args [][]byte) {
 		var out [hashesPerRecord]int64
 		err := s.countingAdds(sess, e, args[1], group, nx, out[:])
 		for i := range group {
-			if err != nil {
+			switch {
+			case err != nil:
 				w.WriteError(logFailed(err))
-			} else {
+			case nx:
 				w.WriteInt64(out[i])
+			default:
+				w.WriteBool(out[i] == 1)
 			}
 		}
 	}
 }
 
+// cmdCFExists is CF.EXISTS, CF.MEXISTS and CF.COUNT (CFCheck_RedisCommand):
+// a key that is missing or holds another type answers 0 (false) for every
+// item; CF.COUNT answers integers in both protocols.
 func cmdCFExists(s *Server, _ *session, w replier, args [][]byte) {
 	e := s.store.getBytes(args[1])
 	if e != nil && e.kind != kindCounting {
-		w.WriteError(wrongType)
-		return
+		e = nil
 	}
-	multi, count := eq(args[0], "cf.mexists"), eq(args[0], "cf.count")
-	if multi {
+	count := lower(args[0][len(args[0])-1]) == 't'
+	if lower(args[0][3]) == 'm' {
 		w.WriteArray(len(args) - 2)
 	}
 	for _, item := range args[2:] {
 		switch {
-		case e == nil:
+		case count && e == nil:
 			w.WriteInt64(0)
 		case count:
 			w.WriteInt64(int64(e.counting.Count(item)))
-		case e.counting.Test(item):
-			w.WriteInt64(1)
 		default:
-			w.WriteInt64(0)
+			w.WriteBool(e != nil && e.counting.Test(item))
 		}
 	}
 }
@@ -250,18 +332,20 @@ func cmdCFExists(s *Server, _ *session, w replier, args [][]byte) {
 // an item added n times is deleted n times, as in RedisBloom, even when its
 // counters saturated at 15: those stay at 15 (a counter that reached 15 no
 // longer knows how many items it counts), so such an item still tests
-// present after its last delete, where RedisBloom would say absent.
+// present after its last delete, where RedisBloom would say absent. A key
+// that is missing or of another type is "Not found", RedisBloom's text.
 func cmdCFDel(s *Server, sess *session, w replier, args [][]byte) {
 	if msg := s.store.writeRefusal(); msg != "" {
 		w.WriteError(msg)
 		return
 	}
-	e := s.countingEntry(sess, w, args[1], false, 0)
-	if e == nil {
+	e := s.store.getBytes(args[1])
+	if e == nil || e.kind != kindCounting {
+		w.WriteError(errCFNotFound)
 		return
 	}
 	h := e.hash(args[2])
-	deleted := int64(0)
+	deleted := false
 	var pos uint64
 	e.mu.Lock()
 	if e.counting.CountHash(h) > 0 && e.decrementItems() {
@@ -272,22 +356,30 @@ func cmdCFDel(s *Server, sess *session, w replier, args [][]byte) {
 		if s.store.log != nil {
 			pos = s.store.log.appendRemove(args[1], e.seq, h)
 		}
-		deleted = 1
+		deleted = true
 	}
 	e.mu.Unlock()
 	if err := s.commit(sess, pos); err != nil {
 		w.WriteError(logFailed(err))
 		return
 	}
-	w.WriteInt64(deleted)
+	w.WriteBool(deleted)
 }
 
+// cmdCFInfo is CFInfo_RedisCommand's reply, with the counting filter's
+// own numbers: its blocks are the buckets, its counters per block the
+// bucket size; it does not expand and never relocates, so both are 0.
 func cmdCFInfo(s *Server, _ *session, w replier, args [][]byte) {
-	e := s.countingEntry(nil, w, args[1], false, 0)
-	if e == nil {
+	e := s.store.getBytes(args[1])
+	switch {
+	case e == nil:
+		w.WriteError(errNotFound)
+		return
+	case e.kind != kindCounting:
+		w.WriteError(wrongType)
 		return
 	}
-	info := []struct {
+	info := [...]struct {
 		name  string
 		value uint64
 	}{
@@ -300,7 +392,7 @@ func cmdCFInfo(s *Server, _ *session, w replier, args [][]byte) {
 		{"Expansion rate", 0},
 		{"Max iterations", 0},
 	}
-	w.WriteArray(2 * len(info))
+	w.WriteMap(len(info))
 	for _, f := range info {
 		w.WriteString(f.name)
 		w.WriteInt64(int64(f.value))

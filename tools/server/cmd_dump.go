@@ -3,17 +3,33 @@ package server
 import (
 	"bytes"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"strconv"
+
+	"github.com/ohbloom/ohbloom"
 )
 
-// scanDumpChunk is the most SCANDUMP returns at once, RedisBloom's 10 MiB
-// (a variable so that tests can see many chunks without large filters).
+// scanDumpChunk is the most an ohbloom-format SCANDUMP chunk carries:
+// 10 MiB, the MAX_SCANDUMP_SIZE of RedisBloom's older releases (current
+// RedisBloom sends up to 16 MiB, ohbloom.RedisBloomMaxChunk, which is
+// what a RedisBloom key's dump uses here). A variable so that tests can
+// see many chunks without large filters.
 var scanDumpChunk uint64 = 10 << 20
 
 // SCANDUMP and LOADCHUNK.
 //
-// A dump is the key's record (the data file's bytes) behind an 8-byte
+// A key loaded from RedisBloom's dump (kindRedisBloom) is dumped in
+// RedisBloom's format, byte for byte, so that it can go back: iterator 0
+// gives its header chunk, the next iterators its filters' bytes, read
+// from the live filter as RedisBloom reads them. BF.LOADCHUNK of a
+// RedisBloom header chunk (iterator 1, on a missing key) makes such a
+// key at once, its bits clear, as RedisBloom does; its data chunks then
+// write into it. Every other key is dumped in ohbloom's format, below:
+// a RedisBloom iterator is below 2^43, an ohbloom one never is, so each
+// LOADCHUNK says which it continues.
+//
+// An ohbloom dump is the key's record (the data file's bytes) behind an 8-byte
 // length, served in chunks of at most 10 MiB. Each dump is a copy of the
 // record taken at iterator 0, of its own (dumps.go): adds during a dump do
 // not tear it, and concurrent dumps of one key each get theirs. A copy
@@ -52,10 +68,27 @@ func itoa[T int | int64 | uint64](n T) string {
 	return strconv.FormatUint(uint64(n), 10)
 }
 
+// RedisBloom's replies of SCANDUMP and LOADCHUNK.
+const (
+	errScanDumpIter   = "Second argument must be numeric"
+	errLoadChunkIter  = "ERR Second argument must be numeric"
+	errRBBadData      = "ERR received bad data"
+	errRBNoLink       = "ERR invalid offset - no link found"
+	errRBChunkTooBig  = "ERR invalid chunk - Too big for current filter"
+	errNotRedisBloom  = "ERR this key holds an ohbloom filter, which loads only its own dumps (iterators from its BF.SCANDUMP)"
+	errCuckooDump     = "ERR ohbloom cannot load RedisBloom's cuckoo filter dumps: its CF keys are counting filters (see docs/server.md)"
+	ohbloomIterators  = 1 << dumpIDShift // the least iterator of an ohbloom dump
+	redisBloomHeaders = 1                // the iterator of a RedisBloom header chunk
+)
+
+// cmdScanDump is BF.SCANDUMP and CF.SCANDUMP. BF.SCANDUMP looks at the key
+// before its iterator (BFScanDump_RedisCommand), CF.SCANDUMP the other
+// way round (CFScanDump_RedisCommand).
 func cmdScanDump(s *Server, _ *session, w replier, args [][]byte) {
-	iter, ok := parseInt(args[2])
-	if !ok || iter < 0 {
-		w.WriteError("ERR Second argument must be numeric")
+	cf := family(args) == "cf"
+	iter, ok := parseLongLong(args[2])
+	if cf && (!ok || iter < 0) {
+		w.WriteError(errCFInvalidPosition)
 		return
 	}
 	name := string(args[1])
@@ -64,11 +97,24 @@ func cmdScanDump(s *Server, _ *session, w replier, args [][]byte) {
 		w.WriteError(errNotFound)
 		return
 	}
-	if (e.kind == kindCounting) != (family(args) == "cf") {
+	if (e.kind == kindCounting) != cf {
 		w.WriteError(wrongType)
 		return
 	}
-	if iter&iterFinal != 0 {
+	if !ok {
+		w.WriteError(errScanDumpIter)
+		return
+	}
+	if e.kind == kindRedisBloom {
+		next, chunk := e.rb.ScanDump(iter, nil)
+		w.WriteArray(2)
+		w.WriteInt64(next)
+		w.WriteBulk(chunk)
+		return
+	}
+	if iter < 0 || iter&iterFinal != 0 {
+		// Past the end, as RedisBloom answers an iterator it has no
+		// chunk for.
 		w.WriteArray(2)
 		w.WriteInt64(0)
 		w.WriteBulk(nil)
@@ -109,25 +155,148 @@ func cmdScanDump(s *Server, _ *session, w replier, args [][]byte) {
 	}
 }
 
+// cmdLoadChunk is BF.LOADCHUNK and CF.LOADCHUNK: of a RedisBloom dump
+// (its iterators are below ohbloomIterators) as BFLoadChunk_RedisCommand
+// loads it, or of an ohbloom dump.
 func cmdLoadChunk(s *Server, sess *session, w replier, args [][]byte) {
 	if len(args[1]) > maxKeyBytes {
 		w.WriteError(errKeyTooLong)
 		return
 	}
-	iter, ok := parseInt(args[2])
-	data := args[3]
-	pos := uint64(iter) & iterPosMask
-	if !ok || iter < 1 || pos < 1 || pos-1 < uint64(len(data)) {
-		w.WriteError("ERR invalid chunk position")
+	fam := family(args)
+	iter, ok := parseLongLong(args[2])
+	switch {
+	case fam == "bf" && !ok:
+		w.WriteError(errLoadChunkIter)
+		return
+	case fam == "cf" && (!ok || iter == 0):
+		w.WriteError(errCFInvalidPosition)
 		return
 	}
 	if msg := s.store.writeRefusal(); msg != "" {
 		w.WriteError(msg)
 		return
 	}
-	name := string(args[1])
+	if iter < ohbloomIterators {
+		e := s.store.getBytes(args[1])
+		switch {
+		case e == nil && fam == "bf" && iter == redisBloomHeaders:
+			s.rbLoadHeader(sess, w, args[1], args[3])
+		case e == nil:
+			w.WriteError(errNotFound)
+		case (e.kind == kindCounting) != (fam == "cf"):
+			w.WriteError(wrongType)
+		case fam == "cf" && iter == redisBloomHeaders:
+			w.WriteError(errItemExists) // CFLoadChunk_RedisCommand's header on a key
+		case fam == "cf":
+			w.WriteError(errCuckooDump)
+		case e.kind == kindRedisBloom:
+			s.rbLoadChunk(sess, w, e, args[1], iter, args[3])
+		default:
+			w.WriteError(errNotRedisBloom)
+		}
+		return
+	}
+	s.loadOhbloomChunk(sess, w, args[1], fam, iter, args[3])
+}
+
+// rbLoadHeader makes the key name of a RedisBloom header chunk: a chain
+// whose filters (their bytes all clear until the data chunks come) are
+// checked as SB_NewChainFromHeader checks them, and together within
+// max-filter-bytes; the load counts against the upload limits until its
+// last chunk. Nothing is allocated for the bits yet.
+func (s *Server) rbLoadHeader(sess *session, w replier, name, header []byte) {
+	if len(header) > maxRBHeader {
+		w.WriteError(errRBBadData)
+		return
+	}
+	f, err := ohbloom.NewAtomicRedisBloomFromHeader(header, s.cfg.MaxFilterBytes)
+	switch {
+	case errors.Is(err, ohbloom.ErrTooLarge):
+		w.WriteError(fmt.Sprintf("ERR the dump's filters take more than max-filter-bytes (%d)", s.cfg.MaxFilterBytes))
+		return
+	case err != nil:
+		w.WriteError(errRBBadData)
+		return
+	}
+	var total uint64
+	for i := range int(f.Info().Filters) {
+		total += f.Link(i).Bytes
+	}
+	if msg := s.store.uploads.startRB(string(name), total, sess); msg != "" {
+		w.WriteError(msg)
+		return
+	}
+	e, created, pos, err := s.store.getOrCreateLogged(string(name), func() (*entry, error) {
+		return &entry{kind: kindRedisBloom, rb: f}, nil
+	})
+	switch {
+	case err != nil:
+		w.WriteError("ERR " + oneLine(err.Error()))
+	case !created && e.kind == kindRedisBloom:
+		s.rbLoadChunk(sess, w, e, name, redisBloomHeaders, header) // made meanwhile: as RedisBloom, a chunk
+	case !created && e.kind == kindCounting:
+		w.WriteError(wrongType)
+	case !created:
+		w.WriteError(errNotRedisBloom)
+	default:
+		if err := s.commit(sess, pos); err != nil {
+			w.WriteError(logFailed(err))
+			return
+		}
+		w.WriteString("OK")
+	}
+}
+
+// rbLoadChunk writes a data chunk into a RedisBloom key, as
+// SBChain_LoadEncodedChunk does, and logs it under the key's lock.
+func (s *Server) rbLoadChunk(sess *session, w replier, e *entry, name []byte, iter int64, data []byte) {
+	log := s.store.log
+	var pos uint64
+	if log != nil {
+		e.mu.Lock()
+	}
+	err := e.rb.LoadChunk(iter, data)
+	if err == nil && len(data) > 0 {
+		e.markDirty()
+		if log != nil {
+			var n uint64
+			pos, n = log.appendRBChunk(name, e.seq+1, iter, data)
+			e.seq += n
+		}
+	}
+	if log != nil {
+		e.mu.Unlock()
+	}
+	switch {
+	case errors.Is(err, ohbloom.ErrRedisBloomNoLink):
+		w.WriteError(errRBNoLink)
+		return
+	case errors.Is(err, ohbloom.ErrRedisBloomChunkTooBig):
+		w.WriteError(errRBChunkTooBig)
+		return
+	case err != nil:
+		w.WriteError(errRBBadData)
+		return
+	}
+	if err := s.commit(sess, pos); err != nil {
+		w.WriteError(logFailed(err))
+		return
+	}
+	s.store.uploads.continuedRB(string(name), uint64(iter)-1)
+	w.WriteString("OK")
+}
+
+// loadOhbloomChunk takes a chunk of an ohbloom dump: the record is
+// gathered until it is whole, then checked and installed.
+func (s *Server) loadOhbloomChunk(sess *session, w replier, key []byte, fam string, iter int64, data []byte) {
+	pos := uint64(iter) & iterPosMask
+	if pos < 1 || pos-1 < uint64(len(data)) {
+		w.WriteError("ERR invalid chunk position")
+		return
+	}
+	name := string(key)
 	start := pos - 1 - uint64(len(data))
-	fam := family(args)
 	if start == 0 {
 		if s.store.get(name) != nil {
 			w.WriteError(errItemExists)
@@ -178,6 +347,7 @@ func cmdLoadChunk(s *Server, sess *session, w replier, args [][]byte) {
 		w.WriteError(fmt.Sprintf("ERR filter of %d bytes exceeds max-filter-bytes (%d)", e.sizeBytes(), s.cfg.MaxFilterBytes))
 		return
 	}
+	e.limit(s.cfg.MaxFilterBytes)
 	put, logPos, err := s.store.put(name, e, rec)
 	switch {
 	case err != nil:

@@ -94,7 +94,6 @@ func init() {
 const (
 	defaultErrorRate    = 0.01
 	defaultBFCapacity   = 100
-	defaultCFCapacity   = 1000
 	defaultExpansion    = 2
 	countingErrorRate   = 0.01 // a CF key's rate: RedisBloom's cuckoo filters have about 1-3%
 	wrongType           = "WRONGTYPE Operation against a key holding the wrong kind of value"
@@ -165,11 +164,6 @@ func lookup(name []byte) (command, bool) {
 // matched in any case, lowered).
 func wrongArity[T string | []byte](name T) string {
 	return "ERR wrong number of arguments for '" + lowerName([]byte(name)) + "' command"
-}
-
-// unknownArgument is the reply to an option the command does not take.
-func unknownArgument(arg []byte) string {
-	return fmt.Sprintf("ERR unknown argument '%s'", quoteArg(arg))
 }
 
 // lowerName is a command's name for messages.

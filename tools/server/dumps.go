@@ -20,12 +20,16 @@ const (
 	idleTimeout = time.Minute
 )
 
-// upload is one LOADCHUNK upload in progress.
+// upload is one LOADCHUNK upload in progress: of ohbloom's dump, whose
+// record is gathered in buf until it is whole, or of RedisBloom's
+// (family "rb"), whose key exists from its header chunk on and takes the
+// data chunks as they come; it holds the chain's bytes from the start.
 type upload struct {
 	name    string
-	family  string // "bf" or "cf": the family that started it
-	total   uint64 // the record's length, from the first chunk
+	family  string // "bf" or "cf": the family that started it; "rb"
+	total   uint64 // the record's length, from the first chunk; "rb": the chain's bytes
 	buf     []byte // the record so far
+	held    uint64 // bytes counted against the limits: cap(buf); "rb": total
 	owner   *session
 	touched time.Time
 	elem    *list.Element
@@ -66,10 +70,10 @@ func (u *uploads) removeLocked(p *upload) {
 	}
 	delete(u.byName, p.name)
 	u.lru.Remove(p.elem)
-	u.bytes -= uint64(cap(p.buf))
+	u.bytes -= p.held
 	o := u.owners[p.owner]
 	o.count--
-	o.bytes -= uint64(cap(p.buf))
+	o.bytes -= p.held
 	if o.count == 0 {
 		delete(u.owners, p.owner)
 	}
@@ -181,6 +185,7 @@ func (u *uploads) add(name, family string, start uint64, data []byte) (rec []byt
 		nb := make([]byte, len(p.buf), grown)
 		copy(nb, p.buf)
 		p.buf = nb
+		p.held = grown
 		u.bytes += delta
 		o.bytes += delta
 	}
@@ -193,6 +198,61 @@ func (u *uploads) add(name, family string, start uint64, data []byte) (rec []byt
 	rec = p.buf
 	u.removeLocked(p)
 	return rec, true, ""
+}
+
+// startRB counts the load of a RedisBloom dump whose header chunk made
+// the key name, of total bytes of filters, against the limits, as the
+// upload of an ohbloom dump of that size would be, until the chunk that
+// ends at its last byte arrives (continued). Other uploads make room as
+// start's and add's do. It returns an error reply or "".
+func (u *uploads) startRB(name string, total uint64, owner *session) string {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	u.expireLocked()
+	if p := u.byName[name]; p != nil {
+		u.removeLocked(p)
+	}
+	o := u.owners[owner]
+	switch {
+	case o != nil && o.count >= maxUploadsPerClient:
+		return "ERR too many LOADCHUNK uploads in progress on this connection (at most 4): finish or abandon one"
+	case o != nil && o.bytes+total > u.perClient || total > u.perClient:
+		return "ERR LOADCHUNK uploads of this connection would hold more than " + itoa(u.perClient) + " bytes: finish or abandon one"
+	case total > u.maxBytes:
+		return "ERR LOADCHUNK uploads would hold more than max-upload-bytes (" + itoa(u.maxBytes) + ")"
+	}
+	for el := u.lru.Front(); el != nil && (len(u.byName) >= maxUploads || u.bytes+total > u.maxBytes); {
+		q := el.Value.(*upload)
+		el = el.Next()
+		u.removeLocked(q)
+	}
+	p := &upload{name: name, family: "rb", total: total, held: total, owner: owner, touched: u.st.now()}
+	p.elem = u.lru.PushBack(p)
+	u.byName[name] = p
+	if u.owners[owner] == nil {
+		u.owners[owner] = &ownerUse{}
+	}
+	u.owners[owner].count++
+	u.owners[owner].bytes += total
+	u.bytes += total
+	return ""
+}
+
+// continuedRB notes a data chunk of the RedisBloom load of name that ends
+// before byte end of its filters, and ends the load's count at the last.
+func (u *uploads) continuedRB(name string, end uint64) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	p := u.byName[name]
+	if p == nil || p.family != "rb" {
+		return
+	}
+	if end >= p.total {
+		u.removeLocked(p)
+		return
+	}
+	p.touched = u.st.now()
+	u.lru.MoveToBack(p.elem)
 }
 
 // dump is one SCANDUMP in progress: a copy of the key's record taken at

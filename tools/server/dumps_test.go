@@ -46,8 +46,7 @@ func loadAll(t *testing.T, rdb *redis.Client, cmd, key string, chunks []chunk) e
 // Two SCANDUMPs of one key at once, with adds between their chunks: each
 // gets a whole dump, consistent as of its iterator 0.
 func TestConcurrentScanDumpsOfOneKey(t *testing.T) {
-	defer func(old uint64) { scanDumpChunk = old }(scanDumpChunk)
-	scanDumpChunk = 4096
+	setScanDumpChunk(t, 4096)
 	_, addr := start(t, Config{})
 	a, b := client(t, addr), client(t, addr)
 	ctx := context.Background()
@@ -124,8 +123,7 @@ func TestConcurrentScanDumpsOfOneKey(t *testing.T) {
 // least recently continued goes, and its next call says so rather than
 // end the dump early.
 func TestScanDumpsBounded(t *testing.T) {
-	defer func(old uint64) { scanDumpChunk = old }(scanDumpChunk)
-	scanDumpChunk = 1024
+	setScanDumpChunk(t, 1024)
 	_, addr := start(t, Config{MaxDumpBytes: 1 << 20})
 	rdb := client(t, addr)
 	ctx := context.Background()
@@ -151,11 +149,11 @@ func TestScanDumpsBounded(t *testing.T) {
 }
 
 // firstChunk is a LOADCHUNK first chunk that claims total bytes and
-// carries pad bytes of them.
+// carries pad bytes of them, with the iterator of an ohbloom dump.
 func firstChunk(total uint64, pad int) (int64, string) {
 	data := binary.LittleEndian.AppendUint64(nil, total)
 	data = append(data, make([]byte, pad)...)
-	return int64(len(data)) + 1, string(data)
+	return ohbloomIterators | int64(len(data)) + 1, string(data)
 }
 
 // Uploads in progress are bounded per connection and in all, in count and
@@ -204,7 +202,7 @@ func TestLoadChunkUploadsBounded(t *testing.T) {
 	if n, _ := uploads(); n != 3 {
 		t.Fatalf("after DEL, %d uploads", n)
 	}
-	if r := c1.do(t, "BF.LOADCHUNK", "u0", "2010", strings.Repeat("x", 1000)); !strings.Contains(r, "no dump being loaded") {
+	if r := c1.do(t, "BF.LOADCHUNK", "u0", itoa(ohbloomIterators+2010), strings.Repeat("x", 1000)); !strings.Contains(r, "no dump being loaded") {
 		t.Fatalf("continuing a deleted upload: %q", r)
 	}
 	c1.do(t, "FLUSHALL")
@@ -235,7 +233,7 @@ func TestLoadChunkUploadsBounded(t *testing.T) {
 	if n, _ := uploads(); n != maxUploads {
 		t.Fatalf("%d uploads, want the most, %d", n, maxUploads)
 	}
-	if r := c1.do(t, "BF.LOADCHUNK", "a", strconv.Itoa(240_008+1+10), strings.Repeat("x", 10)); !strings.Contains(r, "no dump being loaded") {
+	if r := c1.do(t, "BF.LOADCHUNK", "a", itoa(ohbloomIterators+240_008+1+10), strings.Repeat("x", 10)); !strings.Contains(r, "no dump being loaded") {
 		t.Fatalf("the oldest upload survived a full table: %q", r)
 	}
 	c2, c3, c4 := conn(), conn(), conn()
@@ -247,7 +245,7 @@ func TestLoadChunkUploadsBounded(t *testing.T) {
 	if n, b := uploads(); b > 1<<20 || n != 4 {
 		t.Fatalf("uploads hold %d bytes in %d, want at most max-upload-bytes in 4", b, n)
 	}
-	if r := c2.do(t, "BF.LOADCHUNK", "big0", strconv.Itoa(240_008+1+10), strings.Repeat("x", 10)); !strings.Contains(r, "no dump being loaded") {
+	if r := c2.do(t, "BF.LOADCHUNK", "big0", itoa(ohbloomIterators+240_008+1+10), strings.Repeat("x", 10)); !strings.Contains(r, "no dump being loaded") {
 		t.Fatalf("the oldest large upload survived a full budget: %q", r)
 	}
 	// Left idle for a minute, they expire.
@@ -272,4 +270,14 @@ func (c *fakeClock) advance(d time.Duration) {
 	c.mu.Lock()
 	c.t = c.t.Add(d)
 	c.mu.Unlock()
+}
+
+// setScanDumpChunk makes SCANDUMP's chunks small for one test. The old size
+// comes back in a cleanup registered before the test starts its server, so
+// it runs after the server's Shutdown: no command reads the variable as it
+// changes.
+func setScanDumpChunk(t *testing.T, n uint64) {
+	old := scanDumpChunk
+	t.Cleanup(func() { scanDumpChunk = old })
+	scanDumpChunk = n
 }

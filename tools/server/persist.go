@@ -211,6 +211,7 @@ func (s *store) load() error {
 			return err
 		}
 	}
+	s.limitAll()
 	if c.DisableAppendLog {
 		s.oldSegments = len(segs) > 0
 		return nil

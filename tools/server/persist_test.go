@@ -110,8 +110,7 @@ func numbered(prefix string, n int) []any {
 // Every kind of change, acknowledged under always and never saved, comes
 // back from the log alone; then again from a save and the log after it.
 func TestLogReplaysEveryChange(t *testing.T) {
-	defer func(old uint64) { scanDumpChunk = old }(scanDumpChunk)
-	scanDumpChunk = 2048
+	setScanDumpChunk(t, 2048)
 	dir := t.TempDir()
 	_, rdb := startOn(t, dir, Config{AppendFsync: "always"})
 	ctx := context.Background()

@@ -3,10 +3,11 @@
 // redis-py, Jedis) can share a filter unchanged.
 //
 // BF.* keys are scalable one-hash blocked filters (NONSCALING: a fixed
-// filter), CF.* keys counting filters, so that CF.DEL works; see the
-// README's "Server" section for what differs from RedisBloom. Filters are
-// saved crash-safely to a data directory on a schedule and on shutdown,
-// and restored on start.
+// filter), CF.* keys counting filters, so that CF.DEL works; keys loaded
+// from a RedisBloom dump hold RedisBloom's own filter. docs/server.md says
+// what differs from RedisBloom and why. Filters are saved crash-safely
+// to a data directory, with an append-only log of the changes between
+// saves, and restored on start (persist.go states the promise).
 package server
 
 import (

@@ -32,6 +32,11 @@ const (
 	// kindCounting is a CF key: a counting filter, so that items can be
 	// deleted (RedisBloom uses a cuckoo filter there).
 	kindCounting kind = 3
+	// kindRedisBloom is a BF key loaded from a RedisBloom dump
+	// (BF.LOADCHUNK of its header chunk): RedisBloom's own scalable
+	// classic filter, bit for bit, so that it answers, grows and dumps
+	// back exactly as it did there.
+	kindRedisBloom kind = 4
 )
 
 // typeName is what TYPE answers, RedisBloom's module type names.
@@ -48,20 +53,27 @@ type entry struct {
 	scalable  *ohbloom.AtomicScalableFilter
 	fixed     *ohbloom.AtomicFilter
 	counting  *ohbloom.AtomicCountingFilter
+	rb        *ohbloom.AtomicRedisBloomFilter
 	capacity  uint64  // as reserved
 	errorRate float64 // as reserved (CF keys: the counting filter's target)
 	seed      uint64  // the filter's hash seed (every stage shares it)
 
-	items   atomic.Uint64 // BF: items reported new; CF: items added minus deleted, never below 0
+	// items counts a NONSCALING key's items reported new (its filter
+	// keeps no count) and a CF key's items added minus deleted, never
+	// below 0. Scalable and RedisBloom keys count in their filters.
+	items   atomic.Uint64
 	deletes atomic.Uint64 // CF only
 	dirty   atomic.Bool   // changed since it was last saved
 
-	// mu orders the changes of a CF key: a change, its sequence number and
-	// its log record are one step under mu, and a snapshot or a dump of the
-	// key is taken under mu, so that it holds exactly the changes up to
-	// seq. BF keys do without: their log records are idempotent.
+	// mu orders the changes of a CF key and of a RedisBloom key: a
+	// change, its sequence number and its log record are one step under
+	// mu, and a snapshot or a dump of the key is taken under mu, so that
+	// it holds exactly the changes up to seq. Counters are not
+	// idempotent, nor is a RedisBloom chain's growth and counts, nor a
+	// LOADCHUNK's overwrite. Other BF keys do without: their log records
+	// are idempotent.
 	mu  sync.Mutex
-	seq uint64 // CF: number of the key's last change (guarded by mu)
+	seq uint64 // number of the key's last change (guarded by mu)
 
 	// onDisk says a save wrote this entry's file; guarded by the key's
 	// stripe lock (store.stripe).
@@ -88,37 +100,59 @@ func (e *entry) initSeed() {
 	}
 }
 
+// ordered reports whether the key's changes are numbered under mu (see
+// entry.mu).
+func (e *entry) ordered() bool { return e.kind == kindCounting || e.kind == kindRedisBloom }
+
 // hash is the filter's hash of item, what the log records.
 func (e *entry) hash(item []byte) uint64 { return xxh3.HashSeed(item, e.seed) }
 
+// sizeBytes is the memory of the key's filter: the bits (for a RedisBloom
+// key, BF.INFO's Size, which counts RedisBloom's structures too).
 func (e *entry) sizeBytes() uint64 {
 	switch e.kind {
 	case kindScalable:
 		return e.scalable.SizeBytes()
 	case kindFixed:
 		return e.fixed.SizeBytes()
+	case kindRedisBloom:
+		return e.rb.Info().Size
 	default:
 		return e.counting.SizeBytes()
 	}
 }
 
-func (e *entry) stages() int {
-	if e.kind == kindScalable {
-		return e.scalable.Stages()
-	}
-	return 1
+// bloomInfo is what BF.INFO and BF.CARD report about a BF key. Expansion
+// is 0 for a key that does not grow, whose "Expansion rate" is nil.
+type bloomInfo struct {
+	capacity, size, filters, items, expansion uint64
 }
 
-// capacityNow is BF.INFO's Capacity: the keys all stages were sized for.
-func (e *entry) capacityNow() uint64 {
-	if e.kind != kindScalable {
-		return e.capacity
+func (e *entry) bloomInfo() bloomInfo {
+	switch e.kind {
+	case kindScalable:
+		return bloomInfo{e.scalable.Capacity(), e.scalable.SizeBytes(), uint64(e.scalable.Stages()), e.scalable.Count(), e.scalable.Config().Growth}
+	case kindRedisBloom:
+		in := e.rb.Info()
+		x := uint64(in.Expansion)
+		if in.NonScaling {
+			x = 0
+		}
+		return bloomInfo{in.Capacity, in.Size, in.Filters, in.Items, x}
+	default:
+		return bloomInfo{e.capacity, e.fixed.SizeBytes(), 1, e.items.Load(), 0}
 	}
-	total := uint64(0)
-	for i := range e.scalable.Stages() {
-		total += e.scalable.Stage(i).Capacity()
+}
+
+// card is BF.CARD and BF.INFO's Number of items inserted.
+func (e *entry) card() uint64 {
+	switch e.kind {
+	case kindScalable:
+		return e.scalable.Count()
+	case kindRedisBloom:
+		return e.rb.Info().Items
 	}
-	return total
+	return e.items.Load()
 }
 
 func (e *entry) writeFilter(w io.Writer) (int64, error) {
@@ -127,8 +161,21 @@ func (e *entry) writeFilter(w io.Writer) (int64, error) {
 		return e.scalable.WriteTo(w)
 	case kindFixed:
 		return e.fixed.WriteTo(w)
+	case kindRedisBloom:
+		return e.rb.WriteTo(w)
 	default:
 		return e.counting.WriteTo(w)
+	}
+}
+
+// limit bounds the growth of the key's filter by max-filter-bytes: a
+// filter read from a file or a dump keeps no bound of its own.
+func (e *entry) limit(maxFilterBytes uint64) {
+	switch e.kind {
+	case kindScalable:
+		e.scalable.SetMaxBytes(maxFilterBytes)
+	case kindRedisBloom:
+		e.rb.SetMaxBytes(maxFilterBytes)
 	}
 }
 
@@ -149,17 +196,20 @@ func (e *entry) decrementItems() bool {
 // The record of one key, on disk and in BF.SCANDUMP's chunks:
 //
 //	0   magic "OHBSRV" and version (big-endian): 0x0002; 0x0001 is read too
-//	8   kind (1 scalable, 2 fixed, 3 counting), 7 zero bytes
-//	16  items, little-endian uint64
+//	8   kind (1 scalable, 2 fixed, 3 counting, 4 RedisBloom), 7 zero bytes
+//	16  items, little-endian uint64 (scalable and RedisBloom keys: written
+//	    for a reader's information, read from the filter)
 //	24  deletes
 //	32  capacity
 //	40  error rate, float64 bits
 //	48  key length, uint32; 4 zero bytes
 //	56  (version 2) seq: the number of the key's last change that the
-//	    record holds, for CF keys (0 for BF keys); see persist.go
+//	    record holds, for CF and RedisBloom keys (0 for others); see
+//	    persist.go
 //	64  the key (at 56 in version 1)
 //	    XXH3_64bits of everything above
-//	    the filter, as its WriteTo writes it (with its own checksum)
+//	    the filter, as its WriteTo writes it (with its own checksum); for
+//	    a RedisBloom key, ohbloom.RedisBloomFilter's MarshalBinary format
 const (
 	recordMagic   = "OHBSRV\x00\x02"
 	recordMagicV1 = "OHBSRV\x00\x01"
@@ -175,13 +225,13 @@ var (
 )
 
 // writeRecord writes e's record under name. The caller holds e.mu for a CF
-// key, so that counts, seq and counters agree.
+// or RedisBloom key, so that counts, seq and filter agree.
 func writeRecord(w io.Writer, name string, e *entry) (int64, error) {
 	head := make([]byte, recordFixed, recordFixed+len(name)+8)
 	copy(head, recordMagic)
 	head[8] = byte(e.kind)
 	le := binary.LittleEndian
-	le.PutUint64(head[16:], e.items.Load())
+	le.PutUint64(head[16:], e.card())
 	le.PutUint64(head[24:], e.deletes.Load())
 	le.PutUint64(head[32:], e.capacity)
 	le.PutUint64(head[40:], math.Float64bits(e.errorRate))
@@ -197,9 +247,9 @@ func writeRecord(w io.Writer, name string, e *entry) (int64, error) {
 	return int64(n) + m, err
 }
 
-// recordTo writes e's record, taking e.mu for a CF key.
+// recordTo writes e's record, taking e.mu for a CF or RedisBloom key.
 func recordTo(w io.Writer, name string, e *entry) (int64, error) {
-	if e.kind == kindCounting {
+	if e.ordered() {
 		e.mu.Lock()
 		defer e.mu.Unlock()
 	}
@@ -273,6 +323,11 @@ func readRecord(r io.Reader) (string, *entry, error) {
 	case kindCounting:
 		e.counting = new(ohbloom.AtomicCountingFilter)
 		_, err = e.counting.ReadFrom(r)
+	case kindRedisBloom:
+		// Its memory grows with the bytes that arrive, never with what
+		// its header claims.
+		e.rb = new(ohbloom.AtomicRedisBloomFilter)
+		_, err = e.rb.ReadFrom(r)
 	default:
 		return "", nil, fmt.Errorf("%w: unknown kind %d", errCorrupt, e.kind)
 	}
@@ -495,6 +550,14 @@ func (s *store) flush() (uint64, error) {
 		lock.Unlock()
 	}
 	return pos, nil
+}
+
+// limitAll bounds the growth of every key's filter by max-filter-bytes,
+// once the keys are read back at start: the files keep no bound.
+func (s *store) limitAll() {
+	for _, e := range s.keys {
+		e.limit(s.maxFilterBytes)
+	}
 }
 
 // names returns the keys, sorted.
