@@ -44,12 +44,13 @@ func NewAtomicWithConfig(c Config) (*AtomicFilter, error) {
 	return &AtomicFilter{f.layout}, nil
 }
 
-// Add inserts key. A new key costs one atomic OR for each of the block's
-// words that lacks one of its bits, all issued after one read of the
-// whole block: each atomic OR is a full fence on amd64, which holds back
-// every later load, so a read between two of them would wait for the
-// first. Like Filter.Add it spells out the probe choice, to save a call
-// level.
+// Add inserts key. A key whose bits are all set writes nothing. A new key
+// costs atomic ORs, all issued after one read of its bits: each is a full
+// fence on amd64, which holds back every later load, so a read between two
+// of them would wait for the first. The vector probe issues one for each
+// of the block's words that lacks a bit, the generated probes one per
+// partition (see gen_probes.go). Like Filter.Add it spells out the probe
+// choice, to save a call level.
 func (f *AtomicFilter) Add(key []byte) {
 	h := xxh3.HashSeed(key, f.seed)
 	if f.vec != nil {
@@ -136,9 +137,7 @@ func (f *AtomicFilter) TestSampledString(key string, salt, mask uint64, sample f
 // TestAndAdd adds key and reports whether it may have been present before.
 // When several goroutines add the same new key at once, at least one of them
 // gets false: a goroutine writes only when its read of the block found a
-// bit missing, and then it returns false (the vector probe), or it judges
-// on the values its atomic ORs replaced, of which exactly one per bit saw
-// the bit clear (the generated probes).
+// bit missing, and then it returns false.
 func (f *AtomicFilter) TestAndAdd(key []byte) bool {
 	return f.testAndAddHash(xxh3.HashSeed(key, f.seed))
 }
@@ -170,25 +169,12 @@ func orReportNew(p *uint64, m uint64) bool {
 
 func (f *AtomicFilter) testAndAddHash(h uint64) bool {
 	b, x := f.blockOf(h), residue(h)
+	// Either probe writes only when its read of the block found a bit
+	// missing, and then reports false.
 	if f.vec != nil {
-		// Any goroutine that writes saw a bit missing and returns false.
 		return vecAtomicAdd(b, x, f.vec)
 	}
-	if f.atomicTest(b, x) {
-		return true
-	}
-	m0, m1, m2, m3, m4, m5, m6, m7 := f.mask(x)
-	// Every word is ORed (no short circuit): the key must be complete even
-	// when an early word already shows it was new.
-	isNew := orReportNew(&b[0], m0)
-	isNew = orReportNew(&b[1], m1) || isNew
-	isNew = orReportNew(&b[2], m2) || isNew
-	isNew = orReportNew(&b[3], m3) || isNew
-	isNew = orReportNew(&b[4], m4) || isNew
-	isNew = orReportNew(&b[5], m5) || isNew
-	isNew = orReportNew(&b[6], m6) || isNew
-	isNew = orReportNew(&b[7], m7) || isNew
-	return !isNew
+	return f.atomicAdd(b, x)
 }
 
 // Union adds every key of other to f, word by word with atomic ORs, so it

@@ -167,10 +167,10 @@ func TestTestSampled(t *testing.T) {
 	}
 }
 
-// TestAtomicAddMatchesAdd holds AtomicFilter's add, vector or generated,
+// TestAtomicAddMatchesAdd holds AtomicFilter's add, vector and generated,
 // to Filter's bit for bit, for every k: on an empty block, on a random one
-// (ORed, not overwritten), and on the key's own bits less one; and its
-// answer (present) to Test's.
+// (ORed, not overwritten), and on the key's own bits less one; and their
+// answers (present) to Test's.
 func TestAtomicAddMatchesAdd(t *testing.T) {
 	r := rand.New(rand.NewPCG(9, 10))
 	for k := minK; k <= maxK; k++ {
@@ -189,6 +189,10 @@ func TestAtomicAddMatchesAdd(t *testing.T) {
 				a.atomicAddBits(&got, x)
 				if got != ref {
 					t.Fatalf("k=%d x=%d: atomic add on %x gives %x, want %x", k, x, start, got, ref)
+				}
+				got = start
+				if present := a.atomicAdd(&got, x); present != wasPresent || got != ref {
+					t.Fatalf("k=%d x=%d: atomicAdd%d on %x: %x present=%v, want %x %v", k, x, k, start, got, present, ref, wasPresent)
 				}
 				if hasVector {
 					got = start

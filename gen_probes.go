@@ -39,9 +39,11 @@
 //	atomicTestK(b, x) bool  the same with atomic loads, for AtomicFilter
 //	addK(b, x)              set the bits of x in b (plain read-modify-write)
 //	maskK(x) m0..m7         the bits of x as eight words, in registers
-//	atomicAddK(b, x)        set them with atomic ORs, only where missing,
-//	                        after loading every word (layout.atomicAddBits
-//	                        first tests them all)
+//	atomicAddK(b, x) bool   set them with atomic ORs, one for each word
+//	                        that lacks a bit, none when the key is there,
+//	                        after loading every word; it reports whether
+//	                        the key was there (TestAndAdd's answer: any
+//	                        goroutine that writes saw a bit missing)
 //
 // maskK serves the atomic paths, which need all bits of one word together
 // to issue one atomic operation per word. A partition at [off, off+size)
@@ -110,17 +112,33 @@ func main() {
 		}
 		out.WriteString("\treturn\n}\n\n")
 		// atomicAddK
-		fmt.Fprintf(&out, "func atomicAdd%d(b *block, x uint32) {\n", k)
-		fmt.Fprintf(&out, "\tm0, m1, m2, m3, m4, m5, m6, m7 := mask%d(x)\n", k)
-		// Every word is loaded before the first atomic OR: each OR is a
-		// full fence, and a load after one would wait for it.
-		for w := 0; w < 8; w++ {
-			fmt.Fprintf(&out, "\tw%d := atomic.LoadUint64(&b[%d])\n", w, w)
+		// atomicAddK: the bits in locals, one test of them all, then
+		// one atomic OR per partition. The only branch on the block's
+		// contents is whether the key is there: it predicts well (most
+		// adds are new, or most are not), and one that mispredicts is
+		// found out only when the block arrives and throws away the
+		// work on the next keys done meanwhile. A branch per word, a
+		// loop over the words that lack a bit, or a mask built in an
+		// array on the stack all measured slower than the k atomic ORs
+		// (PERF: docs/limits.md).
+		fmt.Fprintf(&out, "func atomicAdd%d(b *block, x uint32) bool {\n\txf := float64(x)\n", k)
+		off = 0
+		for i, size := range s {
+			fmt.Fprintf(&out, "\tb%d := %d + %s\n", i, off, rem(size))
+			off += size
 		}
-		for w := 0; w < 8; w++ {
-			fmt.Fprintf(&out, "\tif w%d&m%d != m%d {\n\t\tatomic.OrUint64(&b[%d], m%d)\n\t}\n", w, w, w, w, w)
+		for i := range s {
+			op := "&="
+			if i == 0 {
+				op = ":="
+			}
+			fmt.Fprintf(&out, "\tpresent %s atomic.LoadUint64(&b[b%d/64%%8]) >> (b%d %% 64)\n", op, i, i)
 		}
-		out.WriteString("}\n\n")
+		out.WriteString("\tif present&1 != 0 {\n\t\treturn true\n\t}\n")
+		for i := range s {
+			fmt.Fprintf(&out, "\tatomic.OrUint64(&b[b%d/64%%8], 1<<(b%d%%64))\n", i, i)
+		}
+		out.WriteString("\treturn false\n}\n\n")
 		tests = append(tests, fmt.Sprintf("%d: test%d", k, k))
 		atomicTests = append(atomicTests, fmt.Sprintf("%d: atomicTest%d", k, k))
 		adds = append(adds, fmt.Sprintf("%d: add%d", k, k))
@@ -130,7 +148,7 @@ func main() {
 	fmt.Fprintf(&out, "var testFuncs = [maxK + 1]func(*block, uint32) bool{%s}\n\n", strings.Join(tests, ", "))
 	fmt.Fprintf(&out, "var atomicTestFuncs = [maxK + 1]func(*block, uint32) bool{%s}\n\n", strings.Join(atomicTests, ", "))
 	fmt.Fprintf(&out, "var addFuncs = [maxK + 1]func(*block, uint32){%s}\n\n", strings.Join(adds, ", "))
-	fmt.Fprintf(&out, "var atomicAddFuncs = [maxK + 1]func(*block, uint32){%s}\n\n", strings.Join(atomicAdds, ", "))
+	fmt.Fprintf(&out, "var atomicAddFuncs = [maxK + 1]func(*block, uint32) bool{%s}\n\n", strings.Join(atomicAdds, ", "))
 	fmt.Fprintf(&out, "var maskFuncs = [maxK + 1]func(uint32) (m0, m1, m2, m3, m4, m5, m6, m7 uint64){%s}\n", strings.Join(masks, ", "))
 	src, err := format.Source(out.Bytes())
 	if err != nil {

@@ -62,7 +62,7 @@ type layout struct {
 	test       func(*block, uint32) bool
 	atomicTest func(*block, uint32) bool
 	add        func(*block, uint32)
-	atomicAdd  func(*block, uint32)
+	atomicAdd  func(*block, uint32) bool
 	mask       func(uint32) (m0, m1, m2, m3, m4, m5, m6, m7 uint64)
 
 	// vec holds the constants of the vector probe (vector_amd64.go), nil
@@ -113,12 +113,13 @@ func (l *layout) addBits(b *block, x uint32) {
 }
 
 // atomicAddBits sets the bits of x in b for AtomicFilter: nothing is
-// written when they are all set already, and otherwise one atomic OR per
-// word that lacks one of them.
+// written when they are all set already, and otherwise atomic ORs (one per
+// word that lacks a bit with the vector probe, one per partition with the
+// generated ones).
 func (l *layout) atomicAddBits(b *block, x uint32) {
 	if l.vec != nil {
 		vecAtomicAdd(b, x, l.vec)
-	} else if !l.atomicTest(b, x) {
+	} else {
 		l.atomicAdd(b, x)
 	}
 }

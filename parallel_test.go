@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"runtime"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -160,12 +161,13 @@ func TestHugeFilter(t *testing.T) {
 	}
 }
 
-// TestPrivateBuild runs the private bulk load (AddParallel and AddSeq past
-// the filter's block count) with 2, 3 and 5 owners, so that neighbouring
-// owners share a block, on a filter that already holds keys, while one
-// goroutine adds other keys and another tests keys whose Add returned.
-// Afterwards the filter must hold exactly the bits of a Filter built from
-// all the keys on one goroutine.
+// TestPrivateBuild runs the private bulk loads (AddParallel and AddSeq past
+// the filter's block count) in whole copies and in block ranges, with 2,
+// 3 and 5 workers, so that neighbouring owners share a block, on a filter
+// that already holds keys, while one goroutine adds other keys and another
+// tests keys whose Add returned. AddSeq's keys include an empty one and
+// long ones. Afterwards the filter must hold
+// exactly the bits of a Filter built from all the keys on one goroutine.
 func TestPrivateBuild(t *testing.T) {
 	bulkN := 120_000
 	if testing.Short() {
@@ -175,24 +177,38 @@ func TestPrivateBuild(t *testing.T) {
 	for i := range bulk {
 		bulk[i] = fmt.Sprintf("bulk/%d", i)
 	}
-	// The 20,000-block filter gives each owner more than one bucket of
-	// blocks to sort its entries into; the sized one fewer.
+	bulk[bulkN-3] = ""
+	bulk[bulkN-2] = strings.Repeat("long/", 20_000)
+	bulk[bulkN/2+1] = strings.Repeat("also long/", 500)
 	for _, c := range []struct {
 		workers int
 		config  Config
+		load    loadPlan
 	}{
-		{2, Config{Capacity: uint64(2 * bulkN), FPR: 0.01}},
-		{3, Config{Capacity: uint64(2 * bulkN), FPR: 0.01}},
-		{5, Config{Capacity: uint64(2 * bulkN), FPR: 0.01}},
-		{2, Config{Blocks: 20_000, K: 7}},
-		{3, Config{Blocks: 20_000, K: 7}},
+		{2, Config{Capacity: uint64(2 * bulkN), FPR: 0.01}, planCopies},
+		{3, Config{Capacity: uint64(2 * bulkN), FPR: 0.01}, planCopies},
+		{2, Config{Blocks: 20_000, K: 7}, planCopies},
+		{2, Config{Capacity: uint64(2 * bulkN), FPR: 0.01}, planRanges},
+		{3, Config{Capacity: uint64(2 * bulkN), FPR: 0.01}, planRanges},
+		{5, Config{Capacity: uint64(2 * bulkN), FPR: 0.01}, planRanges},
+		{2, Config{Blocks: 20_000, K: 7}, planRanges},
+		{3, Config{Blocks: 20_000, K: 7}, planRanges},
+		{2, Config{Blocks: 20_000, K: 7}, planShared},
 	} {
 		workers := c.workers
-		t.Run(fmt.Sprintf("workers=%d/blocks=%d", workers, c.config.Blocks), func(t *testing.T) {
+		t.Run(fmt.Sprintf("plan=%d/workers=%d/blocks=%d", c.load, workers, c.config.Blocks), func(t *testing.T) {
 			defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(workers))
 			a, err := NewAtomicWithConfig(c.config)
 			if err != nil {
 				t.Fatal(err)
+			}
+			load := LoadConfig{MaxMemory: map[loadPlan]uint64{
+				planCopies: uint64(workers) * a.SizeBytes(),
+				planRanges: 2*a.SizeBytes() - 1, // below two copies, above one
+				planShared: a.SizeBytes() - 1,
+			}[c.load]}
+			if p := load.plan(&a.layout, min(workers, bulkN/2/parallelMin), uint64(bulkN/2)); p != c.load {
+				t.Fatalf("the load takes plan %d, want %d", p, c.load)
 			}
 			ref := a.ToFilter()
 			for i := range 1000 { // already there before the load
@@ -231,8 +247,12 @@ func TestPrivateBuild(t *testing.T) {
 					}
 				}
 			})
-			a.AddParallelStrings(bulk[:bulkN/2])
-			n := a.AddSeq(func(yield func([]byte) bool) {
+			views := make([][]byte, bulkN/2)
+			for i := range views {
+				views[i] = []byte(bulk[i])
+			}
+			a.AddParallelWith(views, load)
+			n := a.AddSeqWith(func(yield func([]byte) bool) {
 				buf := make([]byte, 0, 32)
 				for _, k := range bulk[bulkN/2:] {
 					buf = append(buf[:0], k...)
@@ -240,7 +260,7 @@ func TestPrivateBuild(t *testing.T) {
 						return
 					}
 				}
-			})
+			}, load)
 			close(stop)
 			streams.Wait()
 			if n != uint64(bulkN-bulkN/2) {
@@ -259,6 +279,36 @@ func TestPrivateBuild(t *testing.T) {
 				t.Fatal("after the private build the filter differs from the sequential one")
 			}
 		})
+	}
+}
+
+// TestLoadPlan: whole copies while they fit the budget and the workers
+// are few, block ranges while one filter fits, atomic adds otherwise and
+// for loads smaller than the block count or on one core.
+func TestLoadPlan(t *testing.T) {
+	a := NewAtomic(1_000_000, 0.01)
+	size, keys := a.SizeBytes(), a.Blocks()
+	for _, c := range []struct {
+		memory  uint64
+		workers int
+		keys    uint64
+		want    loadPlan
+	}{
+		{2 * size, 2, keys, planCopies},
+		{4 * size, 4, keys, planCopies},
+		{2*size - 1, 2, keys, planRanges},
+		{1 << 50, maxCopies + 1, keys, planRanges},
+		{size, 2, keys, planRanges},
+		{size - 1, 2, keys, planShared},
+		{1 << 50, 2, keys - 1, planShared},
+		{1 << 50, 1, keys, planShared},
+	} {
+		if got := (LoadConfig{MaxMemory: c.memory}).plan(&a.layout, c.workers, c.keys); got != c.want {
+			t.Errorf("%d bytes, %d workers, %d keys: plan %d, want %d", c.memory, c.workers, c.keys, got, c.want)
+		}
+	}
+	if m := defaultLoadMemory(); m == 0 || m > physicalMemory() {
+		t.Errorf("default load memory %d of %d", m, physicalMemory())
 	}
 }
 
@@ -286,5 +336,45 @@ func TestBuildOwnersCoverBlocks(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// TestAddSeqIteratorPanics: when the iterator panics, AddSeq passes the
+// panic on after every key yielded before it is in the filter, whichever
+// way it builds.
+func TestAddSeqIteratorPanics(t *testing.T) {
+	const n = 50_000
+	for _, load := range []loadPlan{planCopies, planRanges, planShared} {
+		t.Run(fmt.Sprint("plan=", load), func(t *testing.T) {
+			defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(2))
+			a, err := NewAtomicWithConfig(Config{Blocks: 10_000, K: 7})
+			if err != nil {
+				t.Fatal(err)
+			}
+			c := LoadConfig{MaxMemory: map[loadPlan]uint64{planCopies: 1 << 40, planRanges: a.SizeBytes(), planShared: 1}[load]}
+			if p := c.plan(&a.layout, 2, a.Blocks()); p != load {
+				t.Fatalf("plan %d, want %d", p, load)
+			}
+			func() {
+				defer func() {
+					if r := recover(); r != "cursor broke" {
+						t.Errorf("recovered %v, want the iterator's panic", r)
+					}
+				}()
+				a.AddSeqWith(func(yield func([]byte) bool) {
+					for i := range n {
+						if !yield(fmt.Appendf(nil, "key/%d", i)) {
+							return
+						}
+					}
+					panic("cursor broke")
+				}, c)
+			}()
+			for i := range n {
+				if !a.Test(fmt.Appendf(nil, "key/%d", i)) {
+					t.Fatalf("key %d, yielded before the panic, is missing", i)
+				}
+			}
+		})
 	}
 }

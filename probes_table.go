@@ -58,40 +58,18 @@ func mask2(x uint32) (m0, m1, m2, m3, m4, m5, m6, m7 uint64) {
 	return
 }
 
-func atomicAdd2(b *block, x uint32) {
-	m0, m1, m2, m3, m4, m5, m6, m7 := mask2(x)
-	w0 := atomic.LoadUint64(&b[0])
-	w1 := atomic.LoadUint64(&b[1])
-	w2 := atomic.LoadUint64(&b[2])
-	w3 := atomic.LoadUint64(&b[3])
-	w4 := atomic.LoadUint64(&b[4])
-	w5 := atomic.LoadUint64(&b[5])
-	w6 := atomic.LoadUint64(&b[6])
-	w7 := atomic.LoadUint64(&b[7])
-	if w0&m0 != m0 {
-		atomic.OrUint64(&b[0], m0)
+func atomicAdd2(b *block, x uint32) bool {
+	xf := float64(x)
+	b0 := 0 + (x - uint32(int32(xf*0x1.0101010101011p-08))*255)
+	b1 := 255 + (x - uint32(int32(xf*0x1.fe01fe01fe021p-09))*257)
+	present := atomic.LoadUint64(&b[b0/64%8]) >> (b0 % 64)
+	present &= atomic.LoadUint64(&b[b1/64%8]) >> (b1 % 64)
+	if present&1 != 0 {
+		return true
 	}
-	if w1&m1 != m1 {
-		atomic.OrUint64(&b[1], m1)
-	}
-	if w2&m2 != m2 {
-		atomic.OrUint64(&b[2], m2)
-	}
-	if w3&m3 != m3 {
-		atomic.OrUint64(&b[3], m3)
-	}
-	if w4&m4 != m4 {
-		atomic.OrUint64(&b[4], m4)
-	}
-	if w5&m5 != m5 {
-		atomic.OrUint64(&b[5], m5)
-	}
-	if w6&m6 != m6 {
-		atomic.OrUint64(&b[6], m6)
-	}
-	if w7&m7 != m7 {
-		atomic.OrUint64(&b[7], m7)
-	}
+	atomic.OrUint64(&b[b0/64%8], 1<<(b0%64))
+	atomic.OrUint64(&b[b1/64%8], 1<<(b1%64))
+	return false
 }
 
 func test3(b *block, x uint32) bool {
@@ -156,40 +134,21 @@ func mask3(x uint32) (m0, m1, m2, m3, m4, m5, m6, m7 uint64) {
 	return
 }
 
-func atomicAdd3(b *block, x uint32) {
-	m0, m1, m2, m3, m4, m5, m6, m7 := mask3(x)
-	w0 := atomic.LoadUint64(&b[0])
-	w1 := atomic.LoadUint64(&b[1])
-	w2 := atomic.LoadUint64(&b[2])
-	w3 := atomic.LoadUint64(&b[3])
-	w4 := atomic.LoadUint64(&b[4])
-	w5 := atomic.LoadUint64(&b[5])
-	w6 := atomic.LoadUint64(&b[6])
-	w7 := atomic.LoadUint64(&b[7])
-	if w0&m0 != m0 {
-		atomic.OrUint64(&b[0], m0)
+func atomicAdd3(b *block, x uint32) bool {
+	xf := float64(x)
+	b0 := 0 + (x - uint32(int32(xf*0x1.83c977ab2bedep-08))*169)
+	b1 := 169 + (x - uint32(int32(xf*0x1.7f405fd017f41p-08))*171)
+	b2 := 340 + (x - uint32(int32(xf*0x1.7d05f417d05f5p-08))*172)
+	present := atomic.LoadUint64(&b[b0/64%8]) >> (b0 % 64)
+	present &= atomic.LoadUint64(&b[b1/64%8]) >> (b1 % 64)
+	present &= atomic.LoadUint64(&b[b2/64%8]) >> (b2 % 64)
+	if present&1 != 0 {
+		return true
 	}
-	if w1&m1 != m1 {
-		atomic.OrUint64(&b[1], m1)
-	}
-	if w2&m2 != m2 {
-		atomic.OrUint64(&b[2], m2)
-	}
-	if w3&m3 != m3 {
-		atomic.OrUint64(&b[3], m3)
-	}
-	if w4&m4 != m4 {
-		atomic.OrUint64(&b[4], m4)
-	}
-	if w5&m5 != m5 {
-		atomic.OrUint64(&b[5], m5)
-	}
-	if w6&m6 != m6 {
-		atomic.OrUint64(&b[6], m6)
-	}
-	if w7&m7 != m7 {
-		atomic.OrUint64(&b[7], m7)
-	}
+	atomic.OrUint64(&b[b0/64%8], 1<<(b0%64))
+	atomic.OrUint64(&b[b1/64%8], 1<<(b1%64))
+	atomic.OrUint64(&b[b2/64%8], 1<<(b2%64))
+	return false
 }
 
 func test4(b *block, x uint32) bool {
@@ -262,40 +221,24 @@ func mask4(x uint32) (m0, m1, m2, m3, m4, m5, m6, m7 uint64) {
 	return
 }
 
-func atomicAdd4(b *block, x uint32) {
-	m0, m1, m2, m3, m4, m5, m6, m7 := mask4(x)
-	w0 := atomic.LoadUint64(&b[0])
-	w1 := atomic.LoadUint64(&b[1])
-	w2 := atomic.LoadUint64(&b[2])
-	w3 := atomic.LoadUint64(&b[3])
-	w4 := atomic.LoadUint64(&b[4])
-	w5 := atomic.LoadUint64(&b[5])
-	w6 := atomic.LoadUint64(&b[6])
-	w7 := atomic.LoadUint64(&b[7])
-	if w0&m0 != m0 {
-		atomic.OrUint64(&b[0], m0)
+func atomicAdd4(b *block, x uint32) bool {
+	xf := float64(x)
+	b0 := 0 + (x - uint32(int32(xf*0x1.0624dd2f1a9fdp-07))*125)
+	b1 := 125 + (x - uint32(int32(xf*0x1.0204081020409p-07))*127)
+	b2 := 252 + (x - uint32(int32(xf*0x1.fc07f01fc07f1p-08))*129)
+	b3 := 381 + (x - uint32(int32(xf*0x1.f44659e4a4272p-08))*131)
+	present := atomic.LoadUint64(&b[b0/64%8]) >> (b0 % 64)
+	present &= atomic.LoadUint64(&b[b1/64%8]) >> (b1 % 64)
+	present &= atomic.LoadUint64(&b[b2/64%8]) >> (b2 % 64)
+	present &= atomic.LoadUint64(&b[b3/64%8]) >> (b3 % 64)
+	if present&1 != 0 {
+		return true
 	}
-	if w1&m1 != m1 {
-		atomic.OrUint64(&b[1], m1)
-	}
-	if w2&m2 != m2 {
-		atomic.OrUint64(&b[2], m2)
-	}
-	if w3&m3 != m3 {
-		atomic.OrUint64(&b[3], m3)
-	}
-	if w4&m4 != m4 {
-		atomic.OrUint64(&b[4], m4)
-	}
-	if w5&m5 != m5 {
-		atomic.OrUint64(&b[5], m5)
-	}
-	if w6&m6 != m6 {
-		atomic.OrUint64(&b[6], m6)
-	}
-	if w7&m7 != m7 {
-		atomic.OrUint64(&b[7], m7)
-	}
+	atomic.OrUint64(&b[b0/64%8], 1<<(b0%64))
+	atomic.OrUint64(&b[b1/64%8], 1<<(b1%64))
+	atomic.OrUint64(&b[b2/64%8], 1<<(b2%64))
+	atomic.OrUint64(&b[b3/64%8], 1<<(b3%64))
+	return false
 }
 
 func test5(b *block, x uint32) bool {
@@ -376,40 +319,27 @@ func mask5(x uint32) (m0, m1, m2, m3, m4, m5, m6, m7 uint64) {
 	return
 }
 
-func atomicAdd5(b *block, x uint32) {
-	m0, m1, m2, m3, m4, m5, m6, m7 := mask5(x)
-	w0 := atomic.LoadUint64(&b[0])
-	w1 := atomic.LoadUint64(&b[1])
-	w2 := atomic.LoadUint64(&b[2])
-	w3 := atomic.LoadUint64(&b[3])
-	w4 := atomic.LoadUint64(&b[4])
-	w5 := atomic.LoadUint64(&b[5])
-	w6 := atomic.LoadUint64(&b[6])
-	w7 := atomic.LoadUint64(&b[7])
-	if w0&m0 != m0 {
-		atomic.OrUint64(&b[0], m0)
+func atomicAdd5(b *block, x uint32) bool {
+	xf := float64(x)
+	b0 := 0 + (x - uint32(int32(xf*0x1.51d07eae2f816p-07))*97)
+	b1 := 97 + (x - uint32(int32(xf*0x1.446f86562d9fcp-07))*101)
+	b2 := 198 + (x - uint32(int32(xf*0x1.3e22cbce4a903p-07))*103)
+	b3 := 301 + (x - uint32(int32(xf*0x1.3813813813815p-07))*105)
+	b4 := 406 + (x - uint32(int32(xf*0x1.3521cfb2b78c2p-07))*106)
+	present := atomic.LoadUint64(&b[b0/64%8]) >> (b0 % 64)
+	present &= atomic.LoadUint64(&b[b1/64%8]) >> (b1 % 64)
+	present &= atomic.LoadUint64(&b[b2/64%8]) >> (b2 % 64)
+	present &= atomic.LoadUint64(&b[b3/64%8]) >> (b3 % 64)
+	present &= atomic.LoadUint64(&b[b4/64%8]) >> (b4 % 64)
+	if present&1 != 0 {
+		return true
 	}
-	if w1&m1 != m1 {
-		atomic.OrUint64(&b[1], m1)
-	}
-	if w2&m2 != m2 {
-		atomic.OrUint64(&b[2], m2)
-	}
-	if w3&m3 != m3 {
-		atomic.OrUint64(&b[3], m3)
-	}
-	if w4&m4 != m4 {
-		atomic.OrUint64(&b[4], m4)
-	}
-	if w5&m5 != m5 {
-		atomic.OrUint64(&b[5], m5)
-	}
-	if w6&m6 != m6 {
-		atomic.OrUint64(&b[6], m6)
-	}
-	if w7&m7 != m7 {
-		atomic.OrUint64(&b[7], m7)
-	}
+	atomic.OrUint64(&b[b0/64%8], 1<<(b0%64))
+	atomic.OrUint64(&b[b1/64%8], 1<<(b1%64))
+	atomic.OrUint64(&b[b2/64%8], 1<<(b2%64))
+	atomic.OrUint64(&b[b3/64%8], 1<<(b3%64))
+	atomic.OrUint64(&b[b4/64%8], 1<<(b4%64))
+	return false
 }
 
 func test6(b *block, x uint32) bool {
@@ -498,40 +428,30 @@ func mask6(x uint32) (m0, m1, m2, m3, m4, m5, m6, m7 uint64) {
 	return
 }
 
-func atomicAdd6(b *block, x uint32) {
-	m0, m1, m2, m3, m4, m5, m6, m7 := mask6(x)
-	w0 := atomic.LoadUint64(&b[0])
-	w1 := atomic.LoadUint64(&b[1])
-	w2 := atomic.LoadUint64(&b[2])
-	w3 := atomic.LoadUint64(&b[3])
-	w4 := atomic.LoadUint64(&b[4])
-	w5 := atomic.LoadUint64(&b[5])
-	w6 := atomic.LoadUint64(&b[6])
-	w7 := atomic.LoadUint64(&b[7])
-	if w0&m0 != m0 {
-		atomic.OrUint64(&b[0], m0)
+func atomicAdd6(b *block, x uint32) bool {
+	xf := float64(x)
+	b0 := 0 + (x - uint32(int32(xf*0x1.a98ef606a63bfp-07))*77)
+	b1 := 77 + (x - uint32(int32(xf*0x1.948b0fcd6e9e1p-07))*81)
+	b2 := 158 + (x - uint32(int32(xf*0x1.8acb90f6bf3abp-07))*83)
+	b3 := 241 + (x - uint32(int32(xf*0x1.8181818181819p-07))*85)
+	b4 := 326 + (x - uint32(int32(xf*0x1.702e05c0b8171p-07))*89)
+	b5 := 415 + (x - uint32(int32(xf*0x1.51d07eae2f816p-07))*97)
+	present := atomic.LoadUint64(&b[b0/64%8]) >> (b0 % 64)
+	present &= atomic.LoadUint64(&b[b1/64%8]) >> (b1 % 64)
+	present &= atomic.LoadUint64(&b[b2/64%8]) >> (b2 % 64)
+	present &= atomic.LoadUint64(&b[b3/64%8]) >> (b3 % 64)
+	present &= atomic.LoadUint64(&b[b4/64%8]) >> (b4 % 64)
+	present &= atomic.LoadUint64(&b[b5/64%8]) >> (b5 % 64)
+	if present&1 != 0 {
+		return true
 	}
-	if w1&m1 != m1 {
-		atomic.OrUint64(&b[1], m1)
-	}
-	if w2&m2 != m2 {
-		atomic.OrUint64(&b[2], m2)
-	}
-	if w3&m3 != m3 {
-		atomic.OrUint64(&b[3], m3)
-	}
-	if w4&m4 != m4 {
-		atomic.OrUint64(&b[4], m4)
-	}
-	if w5&m5 != m5 {
-		atomic.OrUint64(&b[5], m5)
-	}
-	if w6&m6 != m6 {
-		atomic.OrUint64(&b[6], m6)
-	}
-	if w7&m7 != m7 {
-		atomic.OrUint64(&b[7], m7)
-	}
+	atomic.OrUint64(&b[b0/64%8], 1<<(b0%64))
+	atomic.OrUint64(&b[b1/64%8], 1<<(b1%64))
+	atomic.OrUint64(&b[b2/64%8], 1<<(b2%64))
+	atomic.OrUint64(&b[b3/64%8], 1<<(b3%64))
+	atomic.OrUint64(&b[b4/64%8], 1<<(b4%64))
+	atomic.OrUint64(&b[b5/64%8], 1<<(b5%64))
+	return false
 }
 
 func test7(b *block, x uint32) bool {
@@ -628,40 +548,33 @@ func mask7(x uint32) (m0, m1, m2, m3, m4, m5, m6, m7 uint64) {
 	return
 }
 
-func atomicAdd7(b *block, x uint32) {
-	m0, m1, m2, m3, m4, m5, m6, m7 := mask7(x)
-	w0 := atomic.LoadUint64(&b[0])
-	w1 := atomic.LoadUint64(&b[1])
-	w2 := atomic.LoadUint64(&b[2])
-	w3 := atomic.LoadUint64(&b[3])
-	w4 := atomic.LoadUint64(&b[4])
-	w5 := atomic.LoadUint64(&b[5])
-	w6 := atomic.LoadUint64(&b[6])
-	w7 := atomic.LoadUint64(&b[7])
-	if w0&m0 != m0 {
-		atomic.OrUint64(&b[0], m0)
+func atomicAdd7(b *block, x uint32) bool {
+	xf := float64(x)
+	b0 := 0 + (x - uint32(int32(xf*0x1.e9131abf0b768p-07))*67)
+	b1 := 67 + (x - uint32(int32(xf*0x1.dae6076b981dcp-07))*69)
+	b2 := 136 + (x - uint32(int32(xf*0x1.cd85689039b0cp-07))*71)
+	b3 := 207 + (x - uint32(int32(xf*0x1.c0e070381c0e1p-07))*73)
+	b4 := 280 + (x - uint32(int32(xf*0x1.af286bca1af29p-07))*76)
+	b5 := 356 + (x - uint32(int32(xf*0x1.a98ef606a63bfp-07))*77)
+	b6 := 433 + (x - uint32(int32(xf*0x1.9ec8e951033dap-07))*79)
+	present := atomic.LoadUint64(&b[b0/64%8]) >> (b0 % 64)
+	present &= atomic.LoadUint64(&b[b1/64%8]) >> (b1 % 64)
+	present &= atomic.LoadUint64(&b[b2/64%8]) >> (b2 % 64)
+	present &= atomic.LoadUint64(&b[b3/64%8]) >> (b3 % 64)
+	present &= atomic.LoadUint64(&b[b4/64%8]) >> (b4 % 64)
+	present &= atomic.LoadUint64(&b[b5/64%8]) >> (b5 % 64)
+	present &= atomic.LoadUint64(&b[b6/64%8]) >> (b6 % 64)
+	if present&1 != 0 {
+		return true
 	}
-	if w1&m1 != m1 {
-		atomic.OrUint64(&b[1], m1)
-	}
-	if w2&m2 != m2 {
-		atomic.OrUint64(&b[2], m2)
-	}
-	if w3&m3 != m3 {
-		atomic.OrUint64(&b[3], m3)
-	}
-	if w4&m4 != m4 {
-		atomic.OrUint64(&b[4], m4)
-	}
-	if w5&m5 != m5 {
-		atomic.OrUint64(&b[5], m5)
-	}
-	if w6&m6 != m6 {
-		atomic.OrUint64(&b[6], m6)
-	}
-	if w7&m7 != m7 {
-		atomic.OrUint64(&b[7], m7)
-	}
+	atomic.OrUint64(&b[b0/64%8], 1<<(b0%64))
+	atomic.OrUint64(&b[b1/64%8], 1<<(b1%64))
+	atomic.OrUint64(&b[b2/64%8], 1<<(b2%64))
+	atomic.OrUint64(&b[b3/64%8], 1<<(b3%64))
+	atomic.OrUint64(&b[b4/64%8], 1<<(b4%64))
+	atomic.OrUint64(&b[b5/64%8], 1<<(b5%64))
+	atomic.OrUint64(&b[b6/64%8], 1<<(b6%64))
+	return false
 }
 
 func test8(b *block, x uint32) bool {
@@ -766,40 +679,36 @@ func mask8(x uint32) (m0, m1, m2, m3, m4, m5, m6, m7 uint64) {
 	return
 }
 
-func atomicAdd8(b *block, x uint32) {
-	m0, m1, m2, m3, m4, m5, m6, m7 := mask8(x)
-	w0 := atomic.LoadUint64(&b[0])
-	w1 := atomic.LoadUint64(&b[1])
-	w2 := atomic.LoadUint64(&b[2])
-	w3 := atomic.LoadUint64(&b[3])
-	w4 := atomic.LoadUint64(&b[4])
-	w5 := atomic.LoadUint64(&b[5])
-	w6 := atomic.LoadUint64(&b[6])
-	w7 := atomic.LoadUint64(&b[7])
-	if w0&m0 != m0 {
-		atomic.OrUint64(&b[0], m0)
+func atomicAdd8(b *block, x uint32) bool {
+	xf := float64(x)
+	b0 := 0 + (x - uint32(int32(xf*0x1.3521cfb2b78c2p-06))*53)
+	b1 := 53 + (x - uint32(int32(xf*0x1.15b1e5f75270ep-06))*59)
+	b2 := 112 + (x - uint32(int32(xf*0x1.0c9714fbcda3cp-06))*61)
+	b3 := 173 + (x - uint32(int32(xf*0x1.0410410410411p-06))*63)
+	b4 := 236 + (x - uint32(int32(xf*0x1.f81f81f81f821p-07))*65)
+	b5 := 301 + (x - uint32(int32(xf*0x1.e9131abf0b768p-07))*67)
+	b6 := 368 + (x - uint32(int32(xf*0x1.cd85689039b0cp-07))*71)
+	b7 := 439 + (x - uint32(int32(xf*0x1.c0e070381c0e1p-07))*73)
+	present := atomic.LoadUint64(&b[b0/64%8]) >> (b0 % 64)
+	present &= atomic.LoadUint64(&b[b1/64%8]) >> (b1 % 64)
+	present &= atomic.LoadUint64(&b[b2/64%8]) >> (b2 % 64)
+	present &= atomic.LoadUint64(&b[b3/64%8]) >> (b3 % 64)
+	present &= atomic.LoadUint64(&b[b4/64%8]) >> (b4 % 64)
+	present &= atomic.LoadUint64(&b[b5/64%8]) >> (b5 % 64)
+	present &= atomic.LoadUint64(&b[b6/64%8]) >> (b6 % 64)
+	present &= atomic.LoadUint64(&b[b7/64%8]) >> (b7 % 64)
+	if present&1 != 0 {
+		return true
 	}
-	if w1&m1 != m1 {
-		atomic.OrUint64(&b[1], m1)
-	}
-	if w2&m2 != m2 {
-		atomic.OrUint64(&b[2], m2)
-	}
-	if w3&m3 != m3 {
-		atomic.OrUint64(&b[3], m3)
-	}
-	if w4&m4 != m4 {
-		atomic.OrUint64(&b[4], m4)
-	}
-	if w5&m5 != m5 {
-		atomic.OrUint64(&b[5], m5)
-	}
-	if w6&m6 != m6 {
-		atomic.OrUint64(&b[6], m6)
-	}
-	if w7&m7 != m7 {
-		atomic.OrUint64(&b[7], m7)
-	}
+	atomic.OrUint64(&b[b0/64%8], 1<<(b0%64))
+	atomic.OrUint64(&b[b1/64%8], 1<<(b1%64))
+	atomic.OrUint64(&b[b2/64%8], 1<<(b2%64))
+	atomic.OrUint64(&b[b3/64%8], 1<<(b3%64))
+	atomic.OrUint64(&b[b4/64%8], 1<<(b4%64))
+	atomic.OrUint64(&b[b5/64%8], 1<<(b5%64))
+	atomic.OrUint64(&b[b6/64%8], 1<<(b6%64))
+	atomic.OrUint64(&b[b7/64%8], 1<<(b7%64))
+	return false
 }
 
 func test9(b *block, x uint32) bool {
@@ -911,40 +820,39 @@ func mask9(x uint32) (m0, m1, m2, m3, m4, m5, m6, m7 uint64) {
 	return
 }
 
-func atomicAdd9(b *block, x uint32) {
-	m0, m1, m2, m3, m4, m5, m6, m7 := mask9(x)
-	w0 := atomic.LoadUint64(&b[0])
-	w1 := atomic.LoadUint64(&b[1])
-	w2 := atomic.LoadUint64(&b[2])
-	w3 := atomic.LoadUint64(&b[3])
-	w4 := atomic.LoadUint64(&b[4])
-	w5 := atomic.LoadUint64(&b[5])
-	w6 := atomic.LoadUint64(&b[6])
-	w7 := atomic.LoadUint64(&b[7])
-	if w0&m0 != m0 {
-		atomic.OrUint64(&b[0], m0)
+func atomicAdd9(b *block, x uint32) bool {
+	xf := float64(x)
+	b0 := 0 + (x - uint32(int32(xf*0x1.5c9882b931058p-06))*47)
+	b1 := 47 + (x - uint32(int32(xf*0x1.4e5e0a72f053ap-06))*49)
+	b2 := 96 + (x - uint32(int32(xf*0x1.3521cfb2b78c2p-06))*53)
+	b3 := 149 + (x - uint32(int32(xf*0x1.29e4129e4129fp-06))*55)
+	b4 := 204 + (x - uint32(int32(xf*0x1.1f7047dc11f71p-06))*57)
+	b5 := 261 + (x - uint32(int32(xf*0x1.15b1e5f75270ep-06))*59)
+	b6 := 320 + (x - uint32(int32(xf*0x1.0c9714fbcda3cp-06))*61)
+	b7 := 381 + (x - uint32(int32(xf*0x1.0000000000001p-06))*64)
+	b8 := 445 + (x - uint32(int32(xf*0x1.e9131abf0b768p-07))*67)
+	present := atomic.LoadUint64(&b[b0/64%8]) >> (b0 % 64)
+	present &= atomic.LoadUint64(&b[b1/64%8]) >> (b1 % 64)
+	present &= atomic.LoadUint64(&b[b2/64%8]) >> (b2 % 64)
+	present &= atomic.LoadUint64(&b[b3/64%8]) >> (b3 % 64)
+	present &= atomic.LoadUint64(&b[b4/64%8]) >> (b4 % 64)
+	present &= atomic.LoadUint64(&b[b5/64%8]) >> (b5 % 64)
+	present &= atomic.LoadUint64(&b[b6/64%8]) >> (b6 % 64)
+	present &= atomic.LoadUint64(&b[b7/64%8]) >> (b7 % 64)
+	present &= atomic.LoadUint64(&b[b8/64%8]) >> (b8 % 64)
+	if present&1 != 0 {
+		return true
 	}
-	if w1&m1 != m1 {
-		atomic.OrUint64(&b[1], m1)
-	}
-	if w2&m2 != m2 {
-		atomic.OrUint64(&b[2], m2)
-	}
-	if w3&m3 != m3 {
-		atomic.OrUint64(&b[3], m3)
-	}
-	if w4&m4 != m4 {
-		atomic.OrUint64(&b[4], m4)
-	}
-	if w5&m5 != m5 {
-		atomic.OrUint64(&b[5], m5)
-	}
-	if w6&m6 != m6 {
-		atomic.OrUint64(&b[6], m6)
-	}
-	if w7&m7 != m7 {
-		atomic.OrUint64(&b[7], m7)
-	}
+	atomic.OrUint64(&b[b0/64%8], 1<<(b0%64))
+	atomic.OrUint64(&b[b1/64%8], 1<<(b1%64))
+	atomic.OrUint64(&b[b2/64%8], 1<<(b2%64))
+	atomic.OrUint64(&b[b3/64%8], 1<<(b3%64))
+	atomic.OrUint64(&b[b4/64%8], 1<<(b4%64))
+	atomic.OrUint64(&b[b5/64%8], 1<<(b5%64))
+	atomic.OrUint64(&b[b6/64%8], 1<<(b6%64))
+	atomic.OrUint64(&b[b7/64%8], 1<<(b7%64))
+	atomic.OrUint64(&b[b8/64%8], 1<<(b8%64))
+	return false
 }
 
 func test10(b *block, x uint32) bool {
@@ -1065,40 +973,42 @@ func mask10(x uint32) (m0, m1, m2, m3, m4, m5, m6, m7 uint64) {
 	return
 }
 
-func atomicAdd10(b *block, x uint32) {
-	m0, m1, m2, m3, m4, m5, m6, m7 := mask10(x)
-	w0 := atomic.LoadUint64(&b[0])
-	w1 := atomic.LoadUint64(&b[1])
-	w2 := atomic.LoadUint64(&b[2])
-	w3 := atomic.LoadUint64(&b[3])
-	w4 := atomic.LoadUint64(&b[4])
-	w5 := atomic.LoadUint64(&b[5])
-	w6 := atomic.LoadUint64(&b[6])
-	w7 := atomic.LoadUint64(&b[7])
-	if w0&m0 != m0 {
-		atomic.OrUint64(&b[0], m0)
+func atomicAdd10(b *block, x uint32) bool {
+	xf := float64(x)
+	b0 := 0 + (x - uint32(int32(xf*0x1.bacf914c1bad1p-06))*37)
+	b1 := 37 + (x - uint32(int32(xf*0x1.8f9c18f9c18fbp-06))*41)
+	b2 := 78 + (x - uint32(int32(xf*0x1.7d05f417d05f5p-06))*43)
+	b3 := 121 + (x - uint32(int32(xf*0x1.5c9882b931058p-06))*47)
+	b4 := 168 + (x - uint32(int32(xf*0x1.4e5e0a72f053ap-06))*49)
+	b5 := 217 + (x - uint32(int32(xf*0x1.3521cfb2b78c2p-06))*53)
+	b6 := 270 + (x - uint32(int32(xf*0x1.1f7047dc11f71p-06))*57)
+	b7 := 327 + (x - uint32(int32(xf*0x1.15b1e5f75270ep-06))*59)
+	b8 := 386 + (x - uint32(int32(xf*0x1.0c9714fbcda3cp-06))*61)
+	b9 := 447 + (x - uint32(int32(xf*0x1.f81f81f81f821p-07))*65)
+	present := atomic.LoadUint64(&b[b0/64%8]) >> (b0 % 64)
+	present &= atomic.LoadUint64(&b[b1/64%8]) >> (b1 % 64)
+	present &= atomic.LoadUint64(&b[b2/64%8]) >> (b2 % 64)
+	present &= atomic.LoadUint64(&b[b3/64%8]) >> (b3 % 64)
+	present &= atomic.LoadUint64(&b[b4/64%8]) >> (b4 % 64)
+	present &= atomic.LoadUint64(&b[b5/64%8]) >> (b5 % 64)
+	present &= atomic.LoadUint64(&b[b6/64%8]) >> (b6 % 64)
+	present &= atomic.LoadUint64(&b[b7/64%8]) >> (b7 % 64)
+	present &= atomic.LoadUint64(&b[b8/64%8]) >> (b8 % 64)
+	present &= atomic.LoadUint64(&b[b9/64%8]) >> (b9 % 64)
+	if present&1 != 0 {
+		return true
 	}
-	if w1&m1 != m1 {
-		atomic.OrUint64(&b[1], m1)
-	}
-	if w2&m2 != m2 {
-		atomic.OrUint64(&b[2], m2)
-	}
-	if w3&m3 != m3 {
-		atomic.OrUint64(&b[3], m3)
-	}
-	if w4&m4 != m4 {
-		atomic.OrUint64(&b[4], m4)
-	}
-	if w5&m5 != m5 {
-		atomic.OrUint64(&b[5], m5)
-	}
-	if w6&m6 != m6 {
-		atomic.OrUint64(&b[6], m6)
-	}
-	if w7&m7 != m7 {
-		atomic.OrUint64(&b[7], m7)
-	}
+	atomic.OrUint64(&b[b0/64%8], 1<<(b0%64))
+	atomic.OrUint64(&b[b1/64%8], 1<<(b1%64))
+	atomic.OrUint64(&b[b2/64%8], 1<<(b2%64))
+	atomic.OrUint64(&b[b3/64%8], 1<<(b3%64))
+	atomic.OrUint64(&b[b4/64%8], 1<<(b4%64))
+	atomic.OrUint64(&b[b5/64%8], 1<<(b5%64))
+	atomic.OrUint64(&b[b6/64%8], 1<<(b6%64))
+	atomic.OrUint64(&b[b7/64%8], 1<<(b7%64))
+	atomic.OrUint64(&b[b8/64%8], 1<<(b8%64))
+	atomic.OrUint64(&b[b9/64%8], 1<<(b9%64))
+	return false
 }
 
 func test11(b *block, x uint32) bool {
@@ -1227,40 +1137,45 @@ func mask11(x uint32) (m0, m1, m2, m3, m4, m5, m6, m7 uint64) {
 	return
 }
 
-func atomicAdd11(b *block, x uint32) {
-	m0, m1, m2, m3, m4, m5, m6, m7 := mask11(x)
-	w0 := atomic.LoadUint64(&b[0])
-	w1 := atomic.LoadUint64(&b[1])
-	w2 := atomic.LoadUint64(&b[2])
-	w3 := atomic.LoadUint64(&b[3])
-	w4 := atomic.LoadUint64(&b[4])
-	w5 := atomic.LoadUint64(&b[5])
-	w6 := atomic.LoadUint64(&b[6])
-	w7 := atomic.LoadUint64(&b[7])
-	if w0&m0 != m0 {
-		atomic.OrUint64(&b[0], m0)
+func atomicAdd11(b *block, x uint32) bool {
+	xf := float64(x)
+	b0 := 0 + (x - uint32(int32(xf*0x1.0842108421085p-05))*31)
+	b1 := 31 + (x - uint32(int32(xf*0x1.bacf914c1bad1p-06))*37)
+	b2 := 68 + (x - uint32(int32(xf*0x1.8f9c18f9c18fbp-06))*41)
+	b3 := 109 + (x - uint32(int32(xf*0x1.7d05f417d05f5p-06))*43)
+	b4 := 152 + (x - uint32(int32(xf*0x1.642c8590b2165p-06))*46)
+	b5 := 198 + (x - uint32(int32(xf*0x1.5c9882b931058p-06))*47)
+	b6 := 245 + (x - uint32(int32(xf*0x1.4e5e0a72f053ap-06))*49)
+	b7 := 294 + (x - uint32(int32(xf*0x1.4141414141415p-06))*51)
+	b8 := 345 + (x - uint32(int32(xf*0x1.3521cfb2b78c2p-06))*53)
+	b9 := 398 + (x - uint32(int32(xf*0x1.29e4129e4129fp-06))*55)
+	b10 := 453 + (x - uint32(int32(xf*0x1.15b1e5f75270ep-06))*59)
+	present := atomic.LoadUint64(&b[b0/64%8]) >> (b0 % 64)
+	present &= atomic.LoadUint64(&b[b1/64%8]) >> (b1 % 64)
+	present &= atomic.LoadUint64(&b[b2/64%8]) >> (b2 % 64)
+	present &= atomic.LoadUint64(&b[b3/64%8]) >> (b3 % 64)
+	present &= atomic.LoadUint64(&b[b4/64%8]) >> (b4 % 64)
+	present &= atomic.LoadUint64(&b[b5/64%8]) >> (b5 % 64)
+	present &= atomic.LoadUint64(&b[b6/64%8]) >> (b6 % 64)
+	present &= atomic.LoadUint64(&b[b7/64%8]) >> (b7 % 64)
+	present &= atomic.LoadUint64(&b[b8/64%8]) >> (b8 % 64)
+	present &= atomic.LoadUint64(&b[b9/64%8]) >> (b9 % 64)
+	present &= atomic.LoadUint64(&b[b10/64%8]) >> (b10 % 64)
+	if present&1 != 0 {
+		return true
 	}
-	if w1&m1 != m1 {
-		atomic.OrUint64(&b[1], m1)
-	}
-	if w2&m2 != m2 {
-		atomic.OrUint64(&b[2], m2)
-	}
-	if w3&m3 != m3 {
-		atomic.OrUint64(&b[3], m3)
-	}
-	if w4&m4 != m4 {
-		atomic.OrUint64(&b[4], m4)
-	}
-	if w5&m5 != m5 {
-		atomic.OrUint64(&b[5], m5)
-	}
-	if w6&m6 != m6 {
-		atomic.OrUint64(&b[6], m6)
-	}
-	if w7&m7 != m7 {
-		atomic.OrUint64(&b[7], m7)
-	}
+	atomic.OrUint64(&b[b0/64%8], 1<<(b0%64))
+	atomic.OrUint64(&b[b1/64%8], 1<<(b1%64))
+	atomic.OrUint64(&b[b2/64%8], 1<<(b2%64))
+	atomic.OrUint64(&b[b3/64%8], 1<<(b3%64))
+	atomic.OrUint64(&b[b4/64%8], 1<<(b4%64))
+	atomic.OrUint64(&b[b5/64%8], 1<<(b5%64))
+	atomic.OrUint64(&b[b6/64%8], 1<<(b6%64))
+	atomic.OrUint64(&b[b7/64%8], 1<<(b7%64))
+	atomic.OrUint64(&b[b8/64%8], 1<<(b8%64))
+	atomic.OrUint64(&b[b9/64%8], 1<<(b9%64))
+	atomic.OrUint64(&b[b10/64%8], 1<<(b10%64))
+	return false
 }
 
 func test12(b *block, x uint32) bool {
@@ -1397,40 +1312,48 @@ func mask12(x uint32) (m0, m1, m2, m3, m4, m5, m6, m7 uint64) {
 	return
 }
 
-func atomicAdd12(b *block, x uint32) {
-	m0, m1, m2, m3, m4, m5, m6, m7 := mask12(x)
-	w0 := atomic.LoadUint64(&b[0])
-	w1 := atomic.LoadUint64(&b[1])
-	w2 := atomic.LoadUint64(&b[2])
-	w3 := atomic.LoadUint64(&b[3])
-	w4 := atomic.LoadUint64(&b[4])
-	w5 := atomic.LoadUint64(&b[5])
-	w6 := atomic.LoadUint64(&b[6])
-	w7 := atomic.LoadUint64(&b[7])
-	if w0&m0 != m0 {
-		atomic.OrUint64(&b[0], m0)
+func atomicAdd12(b *block, x uint32) bool {
+	xf := float64(x)
+	b0 := 0 + (x - uint32(int32(xf*0x1.642c8590b2165p-05))*23)
+	b1 := 23 + (x - uint32(int32(xf*0x1.1a7b9611a7b97p-05))*29)
+	b2 := 52 + (x - uint32(int32(xf*0x1.0842108421085p-05))*31)
+	b3 := 83 + (x - uint32(int32(xf*0x1.bacf914c1bad1p-06))*37)
+	b4 := 120 + (x - uint32(int32(xf*0x1.a41a41a41a41bp-06))*39)
+	b5 := 159 + (x - uint32(int32(xf*0x1.8f9c18f9c18fbp-06))*41)
+	b6 := 200 + (x - uint32(int32(xf*0x1.7d05f417d05f5p-06))*43)
+	b7 := 243 + (x - uint32(int32(xf*0x1.5c9882b931058p-06))*47)
+	b8 := 290 + (x - uint32(int32(xf*0x1.4e5e0a72f053ap-06))*49)
+	b9 := 339 + (x - uint32(int32(xf*0x1.3521cfb2b78c2p-06))*53)
+	b10 := 392 + (x - uint32(int32(xf*0x1.15b1e5f75270ep-06))*59)
+	b11 := 451 + (x - uint32(int32(xf*0x1.0c9714fbcda3cp-06))*61)
+	present := atomic.LoadUint64(&b[b0/64%8]) >> (b0 % 64)
+	present &= atomic.LoadUint64(&b[b1/64%8]) >> (b1 % 64)
+	present &= atomic.LoadUint64(&b[b2/64%8]) >> (b2 % 64)
+	present &= atomic.LoadUint64(&b[b3/64%8]) >> (b3 % 64)
+	present &= atomic.LoadUint64(&b[b4/64%8]) >> (b4 % 64)
+	present &= atomic.LoadUint64(&b[b5/64%8]) >> (b5 % 64)
+	present &= atomic.LoadUint64(&b[b6/64%8]) >> (b6 % 64)
+	present &= atomic.LoadUint64(&b[b7/64%8]) >> (b7 % 64)
+	present &= atomic.LoadUint64(&b[b8/64%8]) >> (b8 % 64)
+	present &= atomic.LoadUint64(&b[b9/64%8]) >> (b9 % 64)
+	present &= atomic.LoadUint64(&b[b10/64%8]) >> (b10 % 64)
+	present &= atomic.LoadUint64(&b[b11/64%8]) >> (b11 % 64)
+	if present&1 != 0 {
+		return true
 	}
-	if w1&m1 != m1 {
-		atomic.OrUint64(&b[1], m1)
-	}
-	if w2&m2 != m2 {
-		atomic.OrUint64(&b[2], m2)
-	}
-	if w3&m3 != m3 {
-		atomic.OrUint64(&b[3], m3)
-	}
-	if w4&m4 != m4 {
-		atomic.OrUint64(&b[4], m4)
-	}
-	if w5&m5 != m5 {
-		atomic.OrUint64(&b[5], m5)
-	}
-	if w6&m6 != m6 {
-		atomic.OrUint64(&b[6], m6)
-	}
-	if w7&m7 != m7 {
-		atomic.OrUint64(&b[7], m7)
-	}
+	atomic.OrUint64(&b[b0/64%8], 1<<(b0%64))
+	atomic.OrUint64(&b[b1/64%8], 1<<(b1%64))
+	atomic.OrUint64(&b[b2/64%8], 1<<(b2%64))
+	atomic.OrUint64(&b[b3/64%8], 1<<(b3%64))
+	atomic.OrUint64(&b[b4/64%8], 1<<(b4%64))
+	atomic.OrUint64(&b[b5/64%8], 1<<(b5%64))
+	atomic.OrUint64(&b[b6/64%8], 1<<(b6%64))
+	atomic.OrUint64(&b[b7/64%8], 1<<(b7%64))
+	atomic.OrUint64(&b[b8/64%8], 1<<(b8%64))
+	atomic.OrUint64(&b[b9/64%8], 1<<(b9%64))
+	atomic.OrUint64(&b[b10/64%8], 1<<(b10%64))
+	atomic.OrUint64(&b[b11/64%8], 1<<(b11%64))
+	return false
 }
 
 func test13(b *block, x uint32) bool {
@@ -1575,40 +1498,51 @@ func mask13(x uint32) (m0, m1, m2, m3, m4, m5, m6, m7 uint64) {
 	return
 }
 
-func atomicAdd13(b *block, x uint32) {
-	m0, m1, m2, m3, m4, m5, m6, m7 := mask13(x)
-	w0 := atomic.LoadUint64(&b[0])
-	w1 := atomic.LoadUint64(&b[1])
-	w2 := atomic.LoadUint64(&b[2])
-	w3 := atomic.LoadUint64(&b[3])
-	w4 := atomic.LoadUint64(&b[4])
-	w5 := atomic.LoadUint64(&b[5])
-	w6 := atomic.LoadUint64(&b[6])
-	w7 := atomic.LoadUint64(&b[7])
-	if w0&m0 != m0 {
-		atomic.OrUint64(&b[0], m0)
+func atomicAdd13(b *block, x uint32) bool {
+	xf := float64(x)
+	b0 := 0 + (x - uint32(int32(xf*0x1.642c8590b2165p-05))*23)
+	b1 := 23 + (x - uint32(int32(xf*0x1.47ae147ae147cp-05))*25)
+	b2 := 48 + (x - uint32(int32(xf*0x1.1a7b9611a7b97p-05))*29)
+	b3 := 77 + (x - uint32(int32(xf*0x1.0842108421085p-05))*31)
+	b4 := 108 + (x - uint32(int32(xf*0x1.e1e1e1e1e1e1fp-06))*34)
+	b5 := 142 + (x - uint32(int32(xf*0x1.bacf914c1bad1p-06))*37)
+	b6 := 179 + (x - uint32(int32(xf*0x1.a41a41a41a41bp-06))*39)
+	b7 := 218 + (x - uint32(int32(xf*0x1.8f9c18f9c18fbp-06))*41)
+	b8 := 259 + (x - uint32(int32(xf*0x1.7d05f417d05f5p-06))*43)
+	b9 := 302 + (x - uint32(int32(xf*0x1.5c9882b931058p-06))*47)
+	b10 := 349 + (x - uint32(int32(xf*0x1.4e5e0a72f053ap-06))*49)
+	b11 := 398 + (x - uint32(int32(xf*0x1.3521cfb2b78c2p-06))*53)
+	b12 := 451 + (x - uint32(int32(xf*0x1.0c9714fbcda3cp-06))*61)
+	present := atomic.LoadUint64(&b[b0/64%8]) >> (b0 % 64)
+	present &= atomic.LoadUint64(&b[b1/64%8]) >> (b1 % 64)
+	present &= atomic.LoadUint64(&b[b2/64%8]) >> (b2 % 64)
+	present &= atomic.LoadUint64(&b[b3/64%8]) >> (b3 % 64)
+	present &= atomic.LoadUint64(&b[b4/64%8]) >> (b4 % 64)
+	present &= atomic.LoadUint64(&b[b5/64%8]) >> (b5 % 64)
+	present &= atomic.LoadUint64(&b[b6/64%8]) >> (b6 % 64)
+	present &= atomic.LoadUint64(&b[b7/64%8]) >> (b7 % 64)
+	present &= atomic.LoadUint64(&b[b8/64%8]) >> (b8 % 64)
+	present &= atomic.LoadUint64(&b[b9/64%8]) >> (b9 % 64)
+	present &= atomic.LoadUint64(&b[b10/64%8]) >> (b10 % 64)
+	present &= atomic.LoadUint64(&b[b11/64%8]) >> (b11 % 64)
+	present &= atomic.LoadUint64(&b[b12/64%8]) >> (b12 % 64)
+	if present&1 != 0 {
+		return true
 	}
-	if w1&m1 != m1 {
-		atomic.OrUint64(&b[1], m1)
-	}
-	if w2&m2 != m2 {
-		atomic.OrUint64(&b[2], m2)
-	}
-	if w3&m3 != m3 {
-		atomic.OrUint64(&b[3], m3)
-	}
-	if w4&m4 != m4 {
-		atomic.OrUint64(&b[4], m4)
-	}
-	if w5&m5 != m5 {
-		atomic.OrUint64(&b[5], m5)
-	}
-	if w6&m6 != m6 {
-		atomic.OrUint64(&b[6], m6)
-	}
-	if w7&m7 != m7 {
-		atomic.OrUint64(&b[7], m7)
-	}
+	atomic.OrUint64(&b[b0/64%8], 1<<(b0%64))
+	atomic.OrUint64(&b[b1/64%8], 1<<(b1%64))
+	atomic.OrUint64(&b[b2/64%8], 1<<(b2%64))
+	atomic.OrUint64(&b[b3/64%8], 1<<(b3%64))
+	atomic.OrUint64(&b[b4/64%8], 1<<(b4%64))
+	atomic.OrUint64(&b[b5/64%8], 1<<(b5%64))
+	atomic.OrUint64(&b[b6/64%8], 1<<(b6%64))
+	atomic.OrUint64(&b[b7/64%8], 1<<(b7%64))
+	atomic.OrUint64(&b[b8/64%8], 1<<(b8%64))
+	atomic.OrUint64(&b[b9/64%8], 1<<(b9%64))
+	atomic.OrUint64(&b[b10/64%8], 1<<(b10%64))
+	atomic.OrUint64(&b[b11/64%8], 1<<(b11%64))
+	atomic.OrUint64(&b[b12/64%8], 1<<(b12%64))
+	return false
 }
 
 func test14(b *block, x uint32) bool {
@@ -1761,40 +1695,54 @@ func mask14(x uint32) (m0, m1, m2, m3, m4, m5, m6, m7 uint64) {
 	return
 }
 
-func atomicAdd14(b *block, x uint32) {
-	m0, m1, m2, m3, m4, m5, m6, m7 := mask14(x)
-	w0 := atomic.LoadUint64(&b[0])
-	w1 := atomic.LoadUint64(&b[1])
-	w2 := atomic.LoadUint64(&b[2])
-	w3 := atomic.LoadUint64(&b[3])
-	w4 := atomic.LoadUint64(&b[4])
-	w5 := atomic.LoadUint64(&b[5])
-	w6 := atomic.LoadUint64(&b[6])
-	w7 := atomic.LoadUint64(&b[7])
-	if w0&m0 != m0 {
-		atomic.OrUint64(&b[0], m0)
+func atomicAdd14(b *block, x uint32) bool {
+	xf := float64(x)
+	b0 := 0 + (x - uint32(int32(xf*0x1.e1e1e1e1e1e1fp-05))*17)
+	b1 := 17 + (x - uint32(int32(xf*0x1.af286bca1af29p-05))*19)
+	b2 := 36 + (x - uint32(int32(xf*0x1.642c8590b2165p-05))*23)
+	b3 := 59 + (x - uint32(int32(xf*0x1.47ae147ae147cp-05))*25)
+	b4 := 84 + (x - uint32(int32(xf*0x1.1a7b9611a7b97p-05))*29)
+	b5 := 113 + (x - uint32(int32(xf*0x1.0842108421085p-05))*31)
+	b6 := 144 + (x - uint32(int32(xf*0x1.bacf914c1bad1p-06))*37)
+	b7 := 181 + (x - uint32(int32(xf*0x1.a41a41a41a41bp-06))*39)
+	b8 := 220 + (x - uint32(int32(xf*0x1.8f9c18f9c18fbp-06))*41)
+	b9 := 261 + (x - uint32(int32(xf*0x1.7d05f417d05f5p-06))*43)
+	b10 := 304 + (x - uint32(int32(xf*0x1.5c9882b931058p-06))*47)
+	b11 := 351 + (x - uint32(int32(xf*0x1.4e5e0a72f053ap-06))*49)
+	b12 := 400 + (x - uint32(int32(xf*0x1.3521cfb2b78c2p-06))*53)
+	b13 := 453 + (x - uint32(int32(xf*0x1.15b1e5f75270ep-06))*59)
+	present := atomic.LoadUint64(&b[b0/64%8]) >> (b0 % 64)
+	present &= atomic.LoadUint64(&b[b1/64%8]) >> (b1 % 64)
+	present &= atomic.LoadUint64(&b[b2/64%8]) >> (b2 % 64)
+	present &= atomic.LoadUint64(&b[b3/64%8]) >> (b3 % 64)
+	present &= atomic.LoadUint64(&b[b4/64%8]) >> (b4 % 64)
+	present &= atomic.LoadUint64(&b[b5/64%8]) >> (b5 % 64)
+	present &= atomic.LoadUint64(&b[b6/64%8]) >> (b6 % 64)
+	present &= atomic.LoadUint64(&b[b7/64%8]) >> (b7 % 64)
+	present &= atomic.LoadUint64(&b[b8/64%8]) >> (b8 % 64)
+	present &= atomic.LoadUint64(&b[b9/64%8]) >> (b9 % 64)
+	present &= atomic.LoadUint64(&b[b10/64%8]) >> (b10 % 64)
+	present &= atomic.LoadUint64(&b[b11/64%8]) >> (b11 % 64)
+	present &= atomic.LoadUint64(&b[b12/64%8]) >> (b12 % 64)
+	present &= atomic.LoadUint64(&b[b13/64%8]) >> (b13 % 64)
+	if present&1 != 0 {
+		return true
 	}
-	if w1&m1 != m1 {
-		atomic.OrUint64(&b[1], m1)
-	}
-	if w2&m2 != m2 {
-		atomic.OrUint64(&b[2], m2)
-	}
-	if w3&m3 != m3 {
-		atomic.OrUint64(&b[3], m3)
-	}
-	if w4&m4 != m4 {
-		atomic.OrUint64(&b[4], m4)
-	}
-	if w5&m5 != m5 {
-		atomic.OrUint64(&b[5], m5)
-	}
-	if w6&m6 != m6 {
-		atomic.OrUint64(&b[6], m6)
-	}
-	if w7&m7 != m7 {
-		atomic.OrUint64(&b[7], m7)
-	}
+	atomic.OrUint64(&b[b0/64%8], 1<<(b0%64))
+	atomic.OrUint64(&b[b1/64%8], 1<<(b1%64))
+	atomic.OrUint64(&b[b2/64%8], 1<<(b2%64))
+	atomic.OrUint64(&b[b3/64%8], 1<<(b3%64))
+	atomic.OrUint64(&b[b4/64%8], 1<<(b4%64))
+	atomic.OrUint64(&b[b5/64%8], 1<<(b5%64))
+	atomic.OrUint64(&b[b6/64%8], 1<<(b6%64))
+	atomic.OrUint64(&b[b7/64%8], 1<<(b7%64))
+	atomic.OrUint64(&b[b8/64%8], 1<<(b8%64))
+	atomic.OrUint64(&b[b9/64%8], 1<<(b9%64))
+	atomic.OrUint64(&b[b10/64%8], 1<<(b10%64))
+	atomic.OrUint64(&b[b11/64%8], 1<<(b11%64))
+	atomic.OrUint64(&b[b12/64%8], 1<<(b12%64))
+	atomic.OrUint64(&b[b13/64%8], 1<<(b13%64))
+	return false
 }
 
 func test15(b *block, x uint32) bool {
@@ -1955,40 +1903,57 @@ func mask15(x uint32) (m0, m1, m2, m3, m4, m5, m6, m7 uint64) {
 	return
 }
 
-func atomicAdd15(b *block, x uint32) {
-	m0, m1, m2, m3, m4, m5, m6, m7 := mask15(x)
-	w0 := atomic.LoadUint64(&b[0])
-	w1 := atomic.LoadUint64(&b[1])
-	w2 := atomic.LoadUint64(&b[2])
-	w3 := atomic.LoadUint64(&b[3])
-	w4 := atomic.LoadUint64(&b[4])
-	w5 := atomic.LoadUint64(&b[5])
-	w6 := atomic.LoadUint64(&b[6])
-	w7 := atomic.LoadUint64(&b[7])
-	if w0&m0 != m0 {
-		atomic.OrUint64(&b[0], m0)
+func atomicAdd15(b *block, x uint32) bool {
+	xf := float64(x)
+	b0 := 0 + (x - uint32(int32(xf*0x1.3b13b13b13b15p-04))*13)
+	b1 := 13 + (x - uint32(int32(xf*0x1.e1e1e1e1e1e1fp-05))*17)
+	b2 := 30 + (x - uint32(int32(xf*0x1.af286bca1af29p-05))*19)
+	b3 := 49 + (x - uint32(int32(xf*0x1.642c8590b2165p-05))*23)
+	b4 := 72 + (x - uint32(int32(xf*0x1.1a7b9611a7b97p-05))*29)
+	b5 := 101 + (x - uint32(int32(xf*0x1.0842108421085p-05))*31)
+	b6 := 132 + (x - uint32(int32(xf*0x1.0000000000001p-05))*32)
+	b7 := 164 + (x - uint32(int32(xf*0x1.f07c1f07c1f09p-06))*33)
+	b8 := 197 + (x - uint32(int32(xf*0x1.d41d41d41d41ep-06))*35)
+	b9 := 232 + (x - uint32(int32(xf*0x1.bacf914c1bad1p-06))*37)
+	b10 := 269 + (x - uint32(int32(xf*0x1.8f9c18f9c18fbp-06))*41)
+	b11 := 310 + (x - uint32(int32(xf*0x1.7d05f417d05f5p-06))*43)
+	b12 := 353 + (x - uint32(int32(xf*0x1.5c9882b931058p-06))*47)
+	b13 := 400 + (x - uint32(int32(xf*0x1.3521cfb2b78c2p-06))*53)
+	b14 := 453 + (x - uint32(int32(xf*0x1.15b1e5f75270ep-06))*59)
+	present := atomic.LoadUint64(&b[b0/64%8]) >> (b0 % 64)
+	present &= atomic.LoadUint64(&b[b1/64%8]) >> (b1 % 64)
+	present &= atomic.LoadUint64(&b[b2/64%8]) >> (b2 % 64)
+	present &= atomic.LoadUint64(&b[b3/64%8]) >> (b3 % 64)
+	present &= atomic.LoadUint64(&b[b4/64%8]) >> (b4 % 64)
+	present &= atomic.LoadUint64(&b[b5/64%8]) >> (b5 % 64)
+	present &= atomic.LoadUint64(&b[b6/64%8]) >> (b6 % 64)
+	present &= atomic.LoadUint64(&b[b7/64%8]) >> (b7 % 64)
+	present &= atomic.LoadUint64(&b[b8/64%8]) >> (b8 % 64)
+	present &= atomic.LoadUint64(&b[b9/64%8]) >> (b9 % 64)
+	present &= atomic.LoadUint64(&b[b10/64%8]) >> (b10 % 64)
+	present &= atomic.LoadUint64(&b[b11/64%8]) >> (b11 % 64)
+	present &= atomic.LoadUint64(&b[b12/64%8]) >> (b12 % 64)
+	present &= atomic.LoadUint64(&b[b13/64%8]) >> (b13 % 64)
+	present &= atomic.LoadUint64(&b[b14/64%8]) >> (b14 % 64)
+	if present&1 != 0 {
+		return true
 	}
-	if w1&m1 != m1 {
-		atomic.OrUint64(&b[1], m1)
-	}
-	if w2&m2 != m2 {
-		atomic.OrUint64(&b[2], m2)
-	}
-	if w3&m3 != m3 {
-		atomic.OrUint64(&b[3], m3)
-	}
-	if w4&m4 != m4 {
-		atomic.OrUint64(&b[4], m4)
-	}
-	if w5&m5 != m5 {
-		atomic.OrUint64(&b[5], m5)
-	}
-	if w6&m6 != m6 {
-		atomic.OrUint64(&b[6], m6)
-	}
-	if w7&m7 != m7 {
-		atomic.OrUint64(&b[7], m7)
-	}
+	atomic.OrUint64(&b[b0/64%8], 1<<(b0%64))
+	atomic.OrUint64(&b[b1/64%8], 1<<(b1%64))
+	atomic.OrUint64(&b[b2/64%8], 1<<(b2%64))
+	atomic.OrUint64(&b[b3/64%8], 1<<(b3%64))
+	atomic.OrUint64(&b[b4/64%8], 1<<(b4%64))
+	atomic.OrUint64(&b[b5/64%8], 1<<(b5%64))
+	atomic.OrUint64(&b[b6/64%8], 1<<(b6%64))
+	atomic.OrUint64(&b[b7/64%8], 1<<(b7%64))
+	atomic.OrUint64(&b[b8/64%8], 1<<(b8%64))
+	atomic.OrUint64(&b[b9/64%8], 1<<(b9%64))
+	atomic.OrUint64(&b[b10/64%8], 1<<(b10%64))
+	atomic.OrUint64(&b[b11/64%8], 1<<(b11%64))
+	atomic.OrUint64(&b[b12/64%8], 1<<(b12%64))
+	atomic.OrUint64(&b[b13/64%8], 1<<(b13%64))
+	atomic.OrUint64(&b[b14/64%8], 1<<(b14%64))
+	return false
 }
 
 func test16(b *block, x uint32) bool {
@@ -2157,40 +2122,60 @@ func mask16(x uint32) (m0, m1, m2, m3, m4, m5, m6, m7 uint64) {
 	return
 }
 
-func atomicAdd16(b *block, x uint32) {
-	m0, m1, m2, m3, m4, m5, m6, m7 := mask16(x)
-	w0 := atomic.LoadUint64(&b[0])
-	w1 := atomic.LoadUint64(&b[1])
-	w2 := atomic.LoadUint64(&b[2])
-	w3 := atomic.LoadUint64(&b[3])
-	w4 := atomic.LoadUint64(&b[4])
-	w5 := atomic.LoadUint64(&b[5])
-	w6 := atomic.LoadUint64(&b[6])
-	w7 := atomic.LoadUint64(&b[7])
-	if w0&m0 != m0 {
-		atomic.OrUint64(&b[0], m0)
+func atomicAdd16(b *block, x uint32) bool {
+	xf := float64(x)
+	b0 := 0 + (x - uint32(int32(xf*0x1.2492492492493p-03))*7)
+	b1 := 7 + (x - uint32(int32(xf*0x1.c71c71c71c71dp-04))*9)
+	b2 := 16 + (x - uint32(int32(xf*0x1.745d1745d1747p-04))*11)
+	b3 := 27 + (x - uint32(int32(xf*0x1.e1e1e1e1e1e1fp-05))*17)
+	b4 := 44 + (x - uint32(int32(xf*0x1.af286bca1af29p-05))*19)
+	b5 := 63 + (x - uint32(int32(xf*0x1.642c8590b2165p-05))*23)
+	b6 := 86 + (x - uint32(int32(xf*0x1.47ae147ae147cp-05))*25)
+	b7 := 111 + (x - uint32(int32(xf*0x1.1a7b9611a7b97p-05))*29)
+	b8 := 140 + (x - uint32(int32(xf*0x1.0842108421085p-05))*31)
+	b9 := 171 + (x - uint32(int32(xf*0x1.bacf914c1bad1p-06))*37)
+	b10 := 208 + (x - uint32(int32(xf*0x1.8f9c18f9c18fbp-06))*41)
+	b11 := 249 + (x - uint32(int32(xf*0x1.7d05f417d05f5p-06))*43)
+	b12 := 292 + (x - uint32(int32(xf*0x1.5c9882b931058p-06))*47)
+	b13 := 339 + (x - uint32(int32(xf*0x1.3521cfb2b78c2p-06))*53)
+	b14 := 392 + (x - uint32(int32(xf*0x1.15b1e5f75270ep-06))*59)
+	b15 := 451 + (x - uint32(int32(xf*0x1.0c9714fbcda3cp-06))*61)
+	present := atomic.LoadUint64(&b[b0/64%8]) >> (b0 % 64)
+	present &= atomic.LoadUint64(&b[b1/64%8]) >> (b1 % 64)
+	present &= atomic.LoadUint64(&b[b2/64%8]) >> (b2 % 64)
+	present &= atomic.LoadUint64(&b[b3/64%8]) >> (b3 % 64)
+	present &= atomic.LoadUint64(&b[b4/64%8]) >> (b4 % 64)
+	present &= atomic.LoadUint64(&b[b5/64%8]) >> (b5 % 64)
+	present &= atomic.LoadUint64(&b[b6/64%8]) >> (b6 % 64)
+	present &= atomic.LoadUint64(&b[b7/64%8]) >> (b7 % 64)
+	present &= atomic.LoadUint64(&b[b8/64%8]) >> (b8 % 64)
+	present &= atomic.LoadUint64(&b[b9/64%8]) >> (b9 % 64)
+	present &= atomic.LoadUint64(&b[b10/64%8]) >> (b10 % 64)
+	present &= atomic.LoadUint64(&b[b11/64%8]) >> (b11 % 64)
+	present &= atomic.LoadUint64(&b[b12/64%8]) >> (b12 % 64)
+	present &= atomic.LoadUint64(&b[b13/64%8]) >> (b13 % 64)
+	present &= atomic.LoadUint64(&b[b14/64%8]) >> (b14 % 64)
+	present &= atomic.LoadUint64(&b[b15/64%8]) >> (b15 % 64)
+	if present&1 != 0 {
+		return true
 	}
-	if w1&m1 != m1 {
-		atomic.OrUint64(&b[1], m1)
-	}
-	if w2&m2 != m2 {
-		atomic.OrUint64(&b[2], m2)
-	}
-	if w3&m3 != m3 {
-		atomic.OrUint64(&b[3], m3)
-	}
-	if w4&m4 != m4 {
-		atomic.OrUint64(&b[4], m4)
-	}
-	if w5&m5 != m5 {
-		atomic.OrUint64(&b[5], m5)
-	}
-	if w6&m6 != m6 {
-		atomic.OrUint64(&b[6], m6)
-	}
-	if w7&m7 != m7 {
-		atomic.OrUint64(&b[7], m7)
-	}
+	atomic.OrUint64(&b[b0/64%8], 1<<(b0%64))
+	atomic.OrUint64(&b[b1/64%8], 1<<(b1%64))
+	atomic.OrUint64(&b[b2/64%8], 1<<(b2%64))
+	atomic.OrUint64(&b[b3/64%8], 1<<(b3%64))
+	atomic.OrUint64(&b[b4/64%8], 1<<(b4%64))
+	atomic.OrUint64(&b[b5/64%8], 1<<(b5%64))
+	atomic.OrUint64(&b[b6/64%8], 1<<(b6%64))
+	atomic.OrUint64(&b[b7/64%8], 1<<(b7%64))
+	atomic.OrUint64(&b[b8/64%8], 1<<(b8%64))
+	atomic.OrUint64(&b[b9/64%8], 1<<(b9%64))
+	atomic.OrUint64(&b[b10/64%8], 1<<(b10%64))
+	atomic.OrUint64(&b[b11/64%8], 1<<(b11%64))
+	atomic.OrUint64(&b[b12/64%8], 1<<(b12%64))
+	atomic.OrUint64(&b[b13/64%8], 1<<(b13%64))
+	atomic.OrUint64(&b[b14/64%8], 1<<(b14%64))
+	atomic.OrUint64(&b[b15/64%8], 1<<(b15%64))
+	return false
 }
 
 var testFuncs = [maxK + 1]func(*block, uint32) bool{2: test2, 3: test3, 4: test4, 5: test5, 6: test6, 7: test7, 8: test8, 9: test9, 10: test10, 11: test11, 12: test12, 13: test13, 14: test14, 15: test15, 16: test16}
@@ -2199,6 +2184,6 @@ var atomicTestFuncs = [maxK + 1]func(*block, uint32) bool{2: atomicTest2, 3: ato
 
 var addFuncs = [maxK + 1]func(*block, uint32){2: add2, 3: add3, 4: add4, 5: add5, 6: add6, 7: add7, 8: add8, 9: add9, 10: add10, 11: add11, 12: add12, 13: add13, 14: add14, 15: add15, 16: add16}
 
-var atomicAddFuncs = [maxK + 1]func(*block, uint32){2: atomicAdd2, 3: atomicAdd3, 4: atomicAdd4, 5: atomicAdd5, 6: atomicAdd6, 7: atomicAdd7, 8: atomicAdd8, 9: atomicAdd9, 10: atomicAdd10, 11: atomicAdd11, 12: atomicAdd12, 13: atomicAdd13, 14: atomicAdd14, 15: atomicAdd15, 16: atomicAdd16}
+var atomicAddFuncs = [maxK + 1]func(*block, uint32) bool{2: atomicAdd2, 3: atomicAdd3, 4: atomicAdd4, 5: atomicAdd5, 6: atomicAdd6, 7: atomicAdd7, 8: atomicAdd8, 9: atomicAdd9, 10: atomicAdd10, 11: atomicAdd11, 12: atomicAdd12, 13: atomicAdd13, 14: atomicAdd14, 15: atomicAdd15, 16: atomicAdd16}
 
 var maskFuncs = [maxK + 1]func(uint32) (m0, m1, m2, m3, m4, m5, m6, m7 uint64){2: mask2, 3: mask3, 4: mask4, 5: mask5, 6: mask6, 7: mask7, 8: mask8, 9: mask9, 10: mask10, 11: mask11, 12: mask12, 13: mask13, 14: mask14, 15: mask15, 16: mask16}

@@ -120,9 +120,7 @@ add_done:
 //
 // vecAdd for AtomicFilter: it tests first, and writes nothing when the
 // key's bits are all set; otherwise it sets them with one LOCK OR for
-// each word that lacks one of its bits, and none for the others. Each
-// locked operation is a full fence, which stops the cache misses of the
-// instructions after it from starting early, so the fewer the better.
+// each word its mask touches.
 // Every word is read whole by the vector load (8-byte aligned loads are
 // atomic on amd64) and only ever ORed, so a racing Add loses nothing.
 //
@@ -149,9 +147,13 @@ atomic_tested:
 	SETCS    present+24(FP)
 	JCS      atomic_done
 	MASK(Z8)
-	// DX = the words where the mask has a bit the block lacks.
-	VPANDNQ   Z8, Z0, Z9
-	VPTESTMQ  Z9, Z9, K3
+	// DX = the words the mask touches, whether the block has their bits
+	// or not: a loop over the words that lack a bit would end on a branch
+	// that depends on the block, and when it mispredicts (its trip count
+	// varies from key to key) the CPU finds out only once the block has
+	// arrived and throws away the work on the next keys done meanwhile.
+	// The mask depends on x alone, so this loop's exit is known early.
+	VPTESTMQ  Z8, Z8, K3
 	KMOVB     K3, DX
 	VMOVDQU64 Z8, (SP)
 

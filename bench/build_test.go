@@ -104,6 +104,17 @@ var builders = []builder{
 		f.AddBatch(views)
 		return f.Test
 	}},
+	{"two-addbatch-ceiling", false, func(n int, _ Keys, views [][]byte, _ *liveStreams) func([]byte) bool {
+		// Two independent single-core builds of half the keys each, at
+		// once, into filters of their own: no sharing, no coordination,
+		// so no two-core build can beat it.
+		f1, f2 := ohbloom.New(uint64(n), 0.01), ohbloom.New(uint64(n), 0.01)
+		var wg sync.WaitGroup
+		wg.Go(func() { f1.AddBatch(views[:n/2]) })
+		wg.Go(func() { f2.AddBatch(views[n/2:]) })
+		wg.Wait()
+		return func(k []byte) bool { return f1.Test(k) || f2.Test(k) }
+	}},
 	{"atomic-addparallel+streams", false, func(n int, _ Keys, views [][]byte, live *liveStreams) func([]byte) bool {
 		f := ohbloom.NewAtomic(uint64(n), 0.01)
 		live.start(f)
@@ -111,19 +122,39 @@ var builders = []builder{
 		live.stop()
 		return f.Test
 	}},
-	{"atomic-addseq+streams", false, func(n int, keys Keys, _ [][]byte, live *liveStreams) func([]byte) bool {
+	{"atomic-addparallel-ranges+streams", false, func(n int, _ Keys, views [][]byte, live *liveStreams) func([]byte) bool {
+		// A budget of one filter: the block-range build.
 		f := ohbloom.NewAtomic(uint64(n), 0.01)
 		live.start(f)
-		f.AddSeq(func(yield func([]byte) bool) {
-			for i := range n {
-				if !yield(keys.At(i)) {
-					return
-				}
-			}
-		})
+		f.AddParallelWith(views, ohbloom.LoadConfig{MaxMemory: f.SizeBytes()})
 		live.stop()
 		return f.Test
 	}},
+	{"atomic-addseq+streams", false, func(n int, keys Keys, _ [][]byte, live *liveStreams) func([]byte) bool {
+		f := ohbloom.NewAtomic(uint64(n), 0.01)
+		live.start(f)
+		f.AddSeq(keySeq(keys, n))
+		live.stop()
+		return f.Test
+	}},
+	{"atomic-addseq-ranges+streams", false, func(n int, keys Keys, _ [][]byte, live *liveStreams) func([]byte) bool {
+		f := ohbloom.NewAtomic(uint64(n), 0.01)
+		live.start(f)
+		f.AddSeqWith(keySeq(keys, n), ohbloom.LoadConfig{MaxMemory: f.SizeBytes()})
+		live.stop()
+		return f.Test
+	}},
+}
+
+// keySeq yields the first n keys, as a database cursor would.
+func keySeq(keys Keys, n int) func(yield func([]byte) bool) {
+	return func(yield func([]byte) bool) {
+		for i := range n {
+			if !yield(keys.At(i)) {
+				return
+			}
+		}
+	}
 }
 
 // liveStreams are the traffic a service takes during its bulk load: one
@@ -191,7 +222,10 @@ func (s *liveStreams) stop() {
 // in -build.rounds interleaved rounds. The parallel builds run with a live
 // stream of adds and tests beside them (liveStreams), and every build is
 // checked afterwards: every bulk key, every streamed key found. Reports
-// s/build and ns/key.
+// s/build and ns/key, and the CPU others took meanwhile (otherCPU).
+// "two-addbatch-ceiling" is the most two cores can do: two independent
+// single-core builds side by side. The -ranges builds are AddParallel and
+// AddSeq with a memory budget of one filter.
 //
 //	cd bench && go test -c -o build.test
 //	flock /tmp/ohbloom-bench.lock ./build.test -test.run '^$' -test.bench Build -test.benchtime 1x -test.timeout 3h -build.n 50000000,100000000 > build.txt
@@ -224,10 +258,11 @@ func BenchmarkBuild(b *testing.B) {
 						live.lost.Store(0)
 						live.added.Store(0) // set by start, for the builds with streams
 						b.StartTimer()
-						start := time.Now()
+						start, others := time.Now(), otherCPU(b)
 						test := bl.build(n, keys, views, live)
 						took := time.Since(start)
 						b.StopTimer()
+						others()
 						b.ReportMetric(took.Seconds(), "s/build")
 						b.ReportMetric(float64(took.Nanoseconds())/float64(n), "ns/key")
 						checkBuild(b, n, keys, test, live)

@@ -35,18 +35,25 @@ var loaders = []loader{
 		// The fastest build on one goroutine: a plain Filter and AddBatch.
 		// A Filter cannot take the stream's adds during the load, so they
 		// wait in a buffer and go in after it, before the filter is ready.
+		// Once it is ready the stream adds to it directly, under the lock
+		// (the stream runs until the load has returned).
 		f := ohbloom.New(uint64(n), 0.01)
 		var mu sync.Mutex
 		var pending [][]byte
+		ready := false
 		return func() {
 				f.AddBatch(views)
 				mu.Lock()
 				f.AddBatch(pending)
-				pending = nil
+				pending, ready = nil, true
 				mu.Unlock()
 			}, func(k []byte) {
 				mu.Lock()
-				pending = append(pending, k)
+				if ready {
+					f.Add(k)
+				} else {
+					pending = append(pending, k)
+				}
 				mu.Unlock()
 			}, func(k []byte) bool {
 				mu.Lock()
