@@ -9,6 +9,12 @@ if ! command -v redis-server >/dev/null || ! command -v redis-cli >/dev/null || 
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server redis-tools python3-redis >/dev/null
 fi
 REDISDIR=$(mktemp -d /tmp/ohbloom-redis.XXXXXX)
+# Ports: OHBLOOM_CI_REDIS_PORT for the standalone server, and the three
+# after OHBLOOM_CI_CLUSTER_PORT for the cluster (.ci/busy moves them, so
+# that it can run beside .ci/run).
+REDIS_PORT=${OHBLOOM_CI_REDIS_PORT:-63790}
+CLUSTER_PORT=${OHBLOOM_CI_CLUSTER_PORT:-46390}
+CLUSTER_PORTS="$((CLUSTER_PORT + 1)) $((CLUSTER_PORT + 2)) $((CLUSTER_PORT + 3))"
 redis_start() { # port [extra redis-server flags]
   local port=$1; shift
   mkdir -p "$REDISDIR/$port"
@@ -17,18 +23,18 @@ redis_start() { # port [extra redis-server flags]
   for _ in $(seq 50); do redis-cli -p "$port" ping >/dev/null 2>&1 && return; sleep 0.1; done
   echo "redis-server on port $port did not start:"; cat "$REDISDIR/$port/log"; return 1
 }
-redis_start 63790
-for port in 46391 46392 46393; do
+redis_start "$REDIS_PORT"
+for port in $CLUSTER_PORTS; do
   redis_start "$port" --cluster-enabled yes --cluster-config-file "$REDISDIR/$port/nodes.conf"
 done
-redis-cli --cluster create 127.0.0.1:46391 127.0.0.1:46392 127.0.0.1:46393 --cluster-replicas 0 --cluster-yes >/dev/null
+redis-cli --cluster create $(for p in $CLUSTER_PORTS; do printf "127.0.0.1:%s " "$p"; done) --cluster-replicas 0 --cluster-yes >/dev/null
 for _ in $(seq 100); do
-  redis-cli -p 46391 cluster info | grep -q 'cluster_state:ok' && break; sleep 0.1
+  redis-cli -p "$((CLUSTER_PORT + 1))" cluster info | grep -q 'cluster_state:ok' && break; sleep 0.1
 done
 stop_redis() {
-  for port in 63790 46391 46392 46393; do redis-cli -p "$port" shutdown nosave >/dev/null 2>&1 || true; done
+  for port in "$REDIS_PORT" $CLUSTER_PORTS; do redis-cli -p "$port" shutdown nosave >/dev/null 2>&1 || true; done
   rm -rf "$REDISDIR"
 }
-export OHBLOOM_REDIS_ADDR=127.0.0.1:63790
-export OHBLOOM_REDIS_CLUSTER=127.0.0.1:46391,127.0.0.1:46392,127.0.0.1:46393
-echo "$(redis-server --version | awk '{print $1, $2, $3}') on 127.0.0.1:63790, cluster on 46391-46393"
+export OHBLOOM_REDIS_ADDR=127.0.0.1:$REDIS_PORT
+export OHBLOOM_REDIS_CLUSTER=$(echo $CLUSTER_PORTS | sed -E 's/([0-9]+)/127.0.0.1:\1/g; s/ /,/g')
+echo "$(redis-server --version | awk '{print $1, $2, $3}') on 127.0.0.1:$REDIS_PORT, cluster on $((CLUSTER_PORT + 1))-$((CLUSTER_PORT + 3))"
