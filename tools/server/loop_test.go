@@ -121,31 +121,13 @@ func TestAlwaysLogFailureClosesTheWaiters(t *testing.T) {
 	expect(t, other, "BF.ADD k more\r\n", "-MISCONF")
 }
 
-// logSink collects a test server's log.
-type logSink struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *logSink) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *logSink) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // Replies a client leaves unread take from the budget that requests take
 // from: a client whose replies would exceed it is disconnected, well
 // before its own limit, and the others go on.
 func TestRepliesCountInTheBudget(t *testing.T) {
 	const request = 1 << 20
 	const budget = request + 256<<10
-	var logged logSink
+	var logged syncBuffer // collects the test server's log
 	s, addr := start(t, Config{MaxRequestBytes: request, MaxBufferedBytes: budget, EventLoops: 1,
 		Logger: slog.New(slog.NewTextHandler(&logged, nil))})
 	// A holds most of the budget with an unfinished request.
