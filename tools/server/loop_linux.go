@@ -20,9 +20,10 @@ import (
 // The event loops, on epoll, written here rather than taken from
 // github.com/panjf2000/gnet/v2, because they cost less CPU per command,
 // measured beside Debian's redis-server 7.0 (SADD/SISMEMBER) in the same
-// run (bench/serve_bench.sh 3, redis-benchmark -c 50 -r 1000000; medians
-// of 3 alternating rounds; docs/data/server.csv), server CPU per command
-// as a ratio to redis-server's:
+// run (OHBLOOM_SERVERS="ohbloom=... gnet=..." bench/serve_bench.sh 3,
+// redis-benchmark -c 50 -r 1000000; medians of 3 alternating rounds, on a
+// machine busy with other work), server CPU per command as a ratio to
+// redis-server's:
 //
 //	                        own loop   gnet v2.9.7
 //	BF.ADD    pipelined 16    0.42       0.41
