@@ -169,11 +169,7 @@ func FuzzConnection(f *testing.F) {
 		}
 		conn.Close()
 		// The event: the server has closed its side too.
-		for deadline := time.Now().Add(10 * time.Second); s.clients.Load() != 0; time.Sleep(50 * time.Microsecond) {
-			if time.Now().After(deadline) {
-				t.Fatal("the server did not close the connection")
-			}
-		}
+		waitFor(t, "the server to close the connection", func() bool { return s.clients.Load() == 0 })
 		if b := s.buffered.Load(); b != 0 {
 			t.Fatalf("%d bytes still buffered after the connection closed", b)
 		}

@@ -239,12 +239,7 @@ func TestBufferBudget(t *testing.T) {
 	a := dial(t, addr)
 	a.Write([]byte(part))
 	// Wait for the event: a's partial request is buffered.
-	for deadline := time.Now().Add(30 * time.Second); s.buffered.Load() < int64(sent); {
-		if time.Now().After(deadline) {
-			t.Fatalf("a's request was never buffered: %d bytes", s.buffered.Load())
-		}
-		time.Sleep(time.Millisecond)
-	}
+	waitFor(t, "a's partial request to be buffered", func() bool { return s.buffered.Load() >= int64(sent) })
 	b := dial(t, addr)
 	b.Write([]byte(part))
 	expect(t, b, "", "-"+string(errBuffersFull)+"\r\n")
