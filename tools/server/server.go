@@ -330,7 +330,10 @@ func (s *Server) saveLoop() {
 // Shutdown stops accepting connections, closes the open ones, waits for
 // their commands to finish and saves every changed filter. A command
 // whose reply a client received is in the saved files. ctx bounds the
-// wait for the connections.
+// wait for the connections. A listener handed to a Serve call that has
+// not begun when Shutdown runs is closed by that Serve when it begins,
+// not by Shutdown, so until then the kernel may still queue connections
+// on it.
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.mu.Lock()
 	if s.closed {

@@ -34,6 +34,14 @@ func start(t *testing.T, c Config) (*Server, string) {
 		t.Fatal(err)
 	}
 	go s.Serve(ln)
+	// The event: Serve owns the listener. A Shutdown before it would leave
+	// the listener open (accepting into its backlog) until the goroutine
+	// runs, and a test of a shut-down server would meet it.
+	waitFor(t, "Serve to start", func() bool {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return s.serving
+	})
 	t.Cleanup(func() { s.Shutdown(context.Background()) })
 	return s, ln.Addr().String()
 }
