@@ -178,14 +178,24 @@ func (c *connection) finish(err error, keep bool) {
 		err = c.checkPending()
 	}
 	if err != nil {
-		c.p.reset()
-		c.w.WriteError(err.Error())
+		c.refuse(err)
 		keep = false
 	}
 	if !keep {
 		c.closing = true
 	}
 	c.send()
+}
+
+// refuse replies with the protocol error that ends the connection. A
+// client dropped because the clients together hold max-buffered-bytes is
+// logged: the operator sees the budget bite, as for replies in send.
+func (c *connection) refuse(err error) {
+	if err == errBuffersFull {
+		c.s.logOutput.log(c.s.cfg.Logger, "requests would exceed max-buffered-bytes; closed the client", "remote", c.addr)
+	}
+	c.p.reset()
+	c.w.WriteError(err.Error())
 }
 
 // woken takes a wake-up another goroutine sent: the wait it ends is over,
@@ -446,8 +456,7 @@ func (c *connection) run(b []byte) (used int, keep bool) {
 			err = c.account()
 		}
 		if err != nil {
-			c.p.reset()
-			c.w.WriteError(err.Error())
+			c.refuse(err)
 			return used, false
 		}
 		if n == 0 {
