@@ -29,7 +29,8 @@ func runServe(e env, args []string) int {
 	pass := fs.String("requirepass", os.Getenv("OHBLOOM_REQUIREPASS"), "password clients must AUTH with")
 	maxFilter := fs.Uint64("max-filter-bytes", server.DefaultMaxFilterBytes, "largest filter a client may create or grow")
 	maxRequest := fs.Int("max-request-bytes", server.DefaultMaxRequestBytes, "largest request (one command with its arguments) or MULTI queue of one client")
-	maxBuffered := fs.Int64("max-buffered-bytes", server.DefaultMaxBufferedBytes, "most bytes all clients' unfinished requests and MULTI queues may hold together")
+	maxBuffered := fs.Int64("max-buffered-bytes", server.DefaultMaxBufferedBytes, "most bytes all clients' unfinished requests, unread replies and MULTI queues may hold together")
+	maxUnauth := fs.Int64("max-unauth-buffered-bytes", 0, "most of --max-buffered-bytes that clients not yet authenticated (with --requirepass) may hold together (0: 32 MiB, or --max-buffered-bytes if less)")
 	maxClients := fs.Int("max-clients", server.DefaultMaxClients, "most connections served at once (lowered to fit the open-file limit)")
 	loops := fs.Int("event-loops", 0, "event loops serving the connections (0: one per two cores)")
 	appendOnly := fs.String("appendonly", "yes", "yes: log every change to --dir, replayed at start; no: a crash loses the changes since the last save")
@@ -55,7 +56,7 @@ func runServe(e env, args []string) int {
 	}
 	logger := slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: level}))
 	srv, err := server.New(server.Config{Addr: *addr, DataDir: *dir, SaveInterval: *saveEvery, Password: *pass,
-		MaxFilterBytes: *maxFilter, MaxRequestBytes: *maxRequest, MaxBufferedBytes: *maxBuffered, MaxClients: *maxClients, EventLoops: *loops, Logger: logger,
+		MaxFilterBytes: *maxFilter, MaxRequestBytes: *maxRequest, MaxBufferedBytes: *maxBuffered, MaxUnauthBufferedBytes: *maxUnauth, MaxClients: *maxClients, EventLoops: *loops, Logger: logger,
 		DisableAppendLog: *appendOnly == "no", AppendFsync: *appendFsync, MaxUploadBytes: *maxUpload, MaxDumpBytes: *maxDump})
 	if err != nil {
 		return fail(e, "serve", err)

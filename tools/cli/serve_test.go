@@ -85,6 +85,11 @@ func TestServeUsage(t *testing.T) {
 	if _, errOut, code := run(t, "", "serve", "--max-buffered-bytes", "1000"); code != ExitFailure || !strings.Contains(errOut, "MaxBufferedBytes") {
 		t.Fatalf("serve --max-buffered-bytes below --max-request-bytes: code %d, %q", code, errOut)
 	}
+	for _, bad := range []string{"-1", "1000", "600000000"} { // negative, below one client's share, above --max-buffered-bytes
+		if _, errOut, code := run(t, "", "serve", "--max-unauth-buffered-bytes", bad); code != ExitFailure || !strings.Contains(errOut, "MaxUnauthBufferedBytes") {
+			t.Fatalf("serve --max-unauth-buffered-bytes %s: code %d, %q", bad, code, errOut)
+		}
+	}
 	if _, errOut, code := run(t, "", "serve", "--event-loops", "-1"); code != ExitFailure || !strings.Contains(errOut, "EventLoops") {
 		t.Fatalf("serve --event-loops -1: code %d, %q", code, errOut)
 	}

@@ -33,7 +33,11 @@ import (
 //     budget, MaxBufferedBytes; a client whose request would exceed it is
 //     told and disconnected, one whose replies would is disconnected, so
 //     that a crowd cannot add up what no single one may hold;
-//   - before AUTH, Redis's own limits: 10 arguments of 16 KiB.
+//   - before AUTH, Redis's own limits: 10 arguments of 16 KiB, at most
+//     unauthPendingBytes of commands waiting and of replies unread; and
+//     all unauthenticated clients together hold at most
+//     MaxUnauthBufferedBytes of the budget, so that a crowd that knows no
+//     password cannot take the budget from the clients that do.
 //
 // Buffers grow by doubling only when bytes arrive to fill them, never to
 // a length a client announced. An emptied buffer is kept for the next
@@ -92,13 +96,18 @@ type connection struct {
 	in   []byte // bytes of commands not yet run, from in[r] on
 	r    int
 	held int64 // bytes of MaxBufferedBytes this client has reserved
+	// unauthHeld is the part of held also counted in the server's
+	// unauthenticated total (MaxUnauthBufferedBytes): all of it until the
+	// client authenticates, then none.
+	unauthHeld int64
 	// lock is the client's shard of the server's exec lock, held while
 	// the client's commands run (see execLock).
 	lock  *paddedMutex
 	block uint8
 	// waiting is the command held back at the AUTH gate (a copy), run
 	// first on waking.
-	waiting [][]byte
+	waiting      [][]byte
+	waitingBytes int // the bytes of waiting, counted in held
 	// closing: close once the replies are sent (QUIT, a protocol error);
 	// dead: close now, without them (the peer left, the log failed).
 	closing, dead bool
@@ -192,7 +201,8 @@ func (c *connection) finish(err error, keep bool) {
 // logged: the operator sees the budget bite, as for replies in send.
 func (c *connection) refuse(err error) {
 	if err == errBuffersFull {
-		c.s.logOutput.log(c.s.cfg.Logger, "requests would exceed max-buffered-bytes; closed the client", "remote", c.addr)
+		c.s.logOutput.log(c.s.cfg.Logger, "requests would exceed max-buffered-bytes; closed the client", "remote", c.addr,
+			"authenticated", c.sess.authed || c.s.cfg.Password == "")
 	}
 	c.p.reset()
 	c.w.WriteError(err.Error())
@@ -392,12 +402,32 @@ func (c *connection) resize(size int) error {
 // reserve takes n bytes from the server's budget for this client; n < 0
 // gives them back. It fails, taking nothing, when the budget is spent.
 func (c *connection) reserve(n int64) bool {
-	if n > 0 && c.s.buffered.Add(n) > c.s.cfg.MaxBufferedBytes {
-		c.s.buffered.Add(-n)
-		return false
+	s := c.s
+	unauth := !c.sess.authed && s.cfg.Password != ""
+	if !unauth && c.unauthHeld > 0 { // authenticated since its last reservation
+		s.unauthBuffered.Add(-c.unauthHeld)
+		c.unauthHeld = 0
+	}
+	if n > 0 {
+		if s.buffered.Add(n) > s.cfg.MaxBufferedBytes {
+			s.buffered.Add(-n)
+			return false
+		}
+		if unauth {
+			if s.unauthBuffered.Add(n) > s.cfg.MaxUnauthBufferedBytes {
+				s.unauthBuffered.Add(-n)
+				s.buffered.Add(-n)
+				return false
+			}
+			c.unauthHeld += n
+		}
 	}
 	if n < 0 {
-		c.s.buffered.Add(n)
+		s.buffered.Add(n)
+		if back := min(-n, c.unauthHeld); back > 0 {
+			s.unauthBuffered.Add(-back)
+			c.unauthHeld -= back
+		}
 	}
 	c.held += n
 	return true
@@ -411,7 +441,7 @@ func (c *connection) account() error {
 	if parser > int64(c.s.cfg.MaxRequestBytes) {
 		return errRequestTooLarge
 	}
-	want := int64(cap(c.in)+cap(c.w.b)) + parser + c.sess.multiBytes()
+	want := int64(cap(c.in)+cap(c.w.b)+c.waitingBytes) + parser + c.sess.multiBytes()
 	if want != c.held && !c.reserve(want-c.held) {
 		return errBuffersFull
 	}
@@ -420,7 +450,9 @@ func (c *connection) account() error {
 
 func (c *connection) release() {
 	c.s.buffered.Add(-c.held)
-	c.held = 0
+	c.s.unauthBuffered.Add(-c.unauthHeld)
+	c.held, c.unauthHeld = 0, 0
+	c.waiting, c.waitingBytes = nil, 0
 	c.in, c.w.b = nil, nil
 	c.sess.multi = nil
 }
@@ -440,7 +472,7 @@ func (c *connection) run(b []byte) (used int, keep bool) {
 		c.lock.Unlock()
 	}()
 	if args := c.waiting; args != nil {
-		c.waiting = nil
+		c.waiting, c.waitingBytes = nil, 0
 		c.dispatch(args, true)
 		if c.sess.quit {
 			return 0, false
@@ -468,7 +500,7 @@ func (c *connection) run(b []byte) (used int, keep bool) {
 		}
 		if c.mustWaitForAuth(args) {
 			// Hold this command and the ones after it back.
-			c.waiting = copyArgs(args)
+			c.waiting, c.waitingBytes = copyArgs(args)
 			return used, true
 		}
 		c.dispatch(args, false)
@@ -521,7 +553,7 @@ func (c *connection) dispatch(args [][]byte, owned bool) {
 // the server's slow lock shared, EXEC exclusively.
 func (c *connection) runOffLoop(cmd command, args [][]byte, owned, exclusive bool) {
 	if !owned {
-		args = copyArgs(args) // the loop reuses its read buffer meanwhile
+		args, _ = copyArgs(args) // the loop reuses its read buffer meanwhile
 	}
 	c.block |= blockBusy
 	s, sess := c.s, &c.sess
@@ -544,7 +576,7 @@ func (c *connection) runOffLoop(cmd command, args [][]byte, owned, exclusive boo
 	}()
 }
 
-func copyArgs(args [][]byte) [][]byte {
+func copyArgs(args [][]byte) ([][]byte, int) {
 	size := 0
 	for _, a := range args {
 		size += len(a)
@@ -555,7 +587,7 @@ func copyArgs(args [][]byte) [][]byte {
 		buf = append(buf, a...)
 		out[i] = buf[len(buf)-len(a) : len(buf) : len(buf)]
 	}
-	return out
+	return out, size
 }
 
 // mustWaitForAuth reports whether args check a password while the gate is

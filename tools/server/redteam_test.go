@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
 	"net"
 	"runtime"
@@ -212,6 +213,52 @@ func TestUnauthenticatedUnreadRepliesAreBounded(t *testing.T) {
 	if peak > bound {
 		t.Fatalf("the server held %d bytes for an unauthenticated client that does not read, bound %d", peak, bound)
 	}
+}
+
+// Clients that know no password, however many, hold at most
+// MaxUnauthBufferedBytes together: the one that goes past it is refused,
+// and the rest of the budget stays for a client that authenticates.
+// Without that total, the same crowd fills the whole budget and the
+// authenticated request below is refused.
+func TestUnauthenticatedClientsShareASmallerBudget(t *testing.T) {
+	const request = 1 << 20
+	const unauthTotal = minUnauthBufferedBytes
+	var logged syncBuffer
+	s, addr := start(t, Config{Password: "pw", MaxRequestBytes: request, MaxBufferedBytes: 4 * request,
+		MaxUnauthBufferedBytes: unauthTotal, EventLoops: 1, Logger: slog.New(slog.NewTextHandler(&logged, nil))})
+	// Each holds an unfinished PING of 12 KB, within the 16 KiB an
+	// unauthenticated argument may have.
+	partial := "*2\r\n$4\r\nPING\r\n$16000\r\n" + strings.Repeat("x", 12000)
+	refused := false
+	for i := 0; i < 200 && !refused; i++ {
+		before := s.unauthBuffered.Load()
+		c := dial(t, addr)
+		if _, err := c.Write([]byte(partial)); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, fmt.Sprintf("client %d to be buffered or refused", i), func() bool {
+			refused = strings.Contains(logged.String(), "would exceed max-buffered-bytes")
+			return refused || s.unauthBuffered.Load() > before
+		})
+		if got := s.unauthBuffered.Load(); got > unauthTotal {
+			t.Fatalf("unauthenticated clients hold %d bytes, limit %d", got, unauthTotal)
+		}
+		if refused {
+			expect(t, c, "", "-ERR Protocol error: the server's request buffers are full")
+		}
+	}
+	if !refused {
+		t.Fatalf("200 unauthenticated clients were all buffered (%d bytes) under a total of %d", s.unauthBuffered.Load(), unauthTotal)
+	}
+	if got := s.unauthBuffered.Load(); got < unauthTotal/2 {
+		t.Fatalf("a client was refused with %d bytes held by unauthenticated clients, limit %d", got, unauthTotal)
+	}
+	authed := dial(t, addr)
+	expect(t, authed, "AUTH pw\r\n", "+OK\r\n")
+	value := strings.Repeat("v", request-1000)
+	// A request larger than the whole unauthenticated total: its bytes
+	// count in the budget alone.
+	expect(t, authed, fmt.Sprintf("*3\r\n$6\r\nBF.ADD\r\n$1\r\nk\r\n$%d\r\n%s\r\n", len(value), value), ":1\r\n")
 }
 
 // The index SCAN walks holds exactly the keys, through any mix of adds

@@ -52,6 +52,13 @@ type Config struct {
 	// and MULTI queues hold at once; a client whose request would go past
 	// it is told and disconnected. Default 512 MiB.
 	MaxBufferedBytes int64
+	// MaxUnauthBufferedBytes bounds the part of MaxBufferedBytes that
+	// clients which have not authenticated hold together, when Password
+	// is set: a crowd of connections that know no password cannot take
+	// the budget from the clients that do. Each may hold 256 KiB of
+	// commands and as much of unread replies. Default 32 MiB, at most
+	// MaxBufferedBytes.
+	MaxUnauthBufferedBytes int64
 	// MaxClients bounds the connections served at once; default 10000.
 	// It is lowered, with a warning, to what the open-file limit
 	// (RLIMIT_NOFILE) leaves once the data files and listener are counted.
@@ -84,8 +91,16 @@ const (
 	DefaultMaxFilterBytes   = 1 << 30
 	DefaultMaxRequestBytes  = 64 << 20
 	DefaultMaxBufferedBytes = 512 << 20
-	DefaultMaxClients       = 10000
+	// DefaultMaxUnauthBufferedBytes holds the buffers of 128 clients at
+	// their unauthenticated limit; one that merely sends AUTH takes none.
+	DefaultMaxUnauthBufferedBytes = 32 << 20
+	DefaultMaxClients             = 10000
 )
+
+// minUnauthBufferedBytes is the least MaxUnauthBufferedBytes accepted:
+// what one unauthenticated client may hold, its waiting commands and an
+// inline line beyond them, and its unread replies.
+const minUnauthBufferedBytes = 2*unauthPendingBytes + maxInlineBytes
 
 // maxRequestBytesLimit is the largest MaxRequestBytes accepted.
 const maxRequestBytesLimit = 1 << 30
@@ -106,6 +121,9 @@ func (c Config) withDefaults() (Config, error) {
 	if c.MaxBufferedBytes == 0 {
 		c.MaxBufferedBytes = DefaultMaxBufferedBytes
 	}
+	if c.MaxUnauthBufferedBytes == 0 {
+		c.MaxUnauthBufferedBytes = min(DefaultMaxUnauthBufferedBytes, c.MaxBufferedBytes)
+	}
 	if c.MaxClients == 0 {
 		c.MaxClients = DefaultMaxClients
 	}
@@ -122,6 +140,8 @@ func (c Config) withDefaults() (Config, error) {
 		return c, fmt.Errorf("server: MaxRequestBytes %d is outside [1 KiB, 1 GiB]", c.MaxRequestBytes)
 	case c.MaxBufferedBytes < int64(c.MaxRequestBytes):
 		return c, fmt.Errorf("server: MaxBufferedBytes %d is below MaxRequestBytes %d: no request that large could be read", c.MaxBufferedBytes, c.MaxRequestBytes)
+	case c.MaxUnauthBufferedBytes < min(minUnauthBufferedBytes, c.MaxBufferedBytes) || c.MaxUnauthBufferedBytes > c.MaxBufferedBytes:
+		return c, fmt.Errorf("server: MaxUnauthBufferedBytes %d is outside [%d, MaxBufferedBytes %d]: below it one unauthenticated client could not hold what it may", c.MaxUnauthBufferedBytes, min(minUnauthBufferedBytes, c.MaxBufferedBytes), c.MaxBufferedBytes)
 	case c.MaxClients < 0:
 		return c, fmt.Errorf("server: MaxClients %d is negative", c.MaxClients)
 	case c.MaxFilterBytes < 64:
@@ -139,7 +159,10 @@ type Server struct {
 	clients  atomic.Int64 // connections open
 	nextID   atomic.Int64 // CLIENT ID of the last connection
 	buffered atomic.Int64 // bytes reserved of MaxBufferedBytes
-	execLock execLock
+	// unauthBuffered is the part of buffered held by clients that have
+	// not authenticated, bounded by MaxUnauthBufferedBytes.
+	unauthBuffered atomic.Int64
+	execLock       execLock
 	// slow keeps slow commands, which run off the loops, and EXEC apart:
 	// the former hold it shared, EXEC exclusively.
 	slow sync.RWMutex
