@@ -64,6 +64,7 @@ TEXT ·vecTest(SB), NOSPLIT|NOFRAME, $0-25
 	// should start before the arithmetic rather than wait for the word
 	// numbers.
 	VMOVDQU64    (AX), Z0
+	VXORPD       X1, X1, X1 // VCVTSI2SDQ merges into X1: without this, each call waits for the last one's X1
 	VCVTSI2SDQ   BX, X1, X1
 	VBROADCASTSD X1, Z1
 	BITS(0, Z3)
@@ -94,6 +95,7 @@ TEXT ·vecAdd(SB), NOSPLIT|NOFRAME, $0-25
 	MOVL x+8(FP), BX
 	MOVQ p+16(FP), CX
 	VMOVDQU64    (AX), Z0 // the miss first, as in vecTest
+	VXORPD       X1, X1, X1 // VCVTSI2SDQ merges into X1: without this, each call waits for the last one's X1
 	VCVTSI2SDQ   BX, X1, X1
 	VBROADCASTSD X1, Z1
 	BITS(0, Z3)
@@ -132,6 +134,7 @@ TEXT ·vecAtomicAdd(SB), NOSPLIT, $64-25
 	MOVL x+8(FP), BX
 	MOVQ p+16(FP), CX
 	VMOVDQU64    (AX), Z0
+	VXORPD       X1, X1, X1 // VCVTSI2SDQ merges into X1: without this, each call waits for the last one's X1
 	VCVTSI2SDQ   BX, X1, X1
 	VBROADCASTSD X1, Z1
 	BITS(0, Z3)
