@@ -143,13 +143,13 @@ func runKeys[K []byte | string](l *layout, keys []K, op op, results []bool) {
 		nextKeys := keys[from : from+len(next)]
 		n := len(cur)
 		for i := 0; i < n; i += prefetchStep {
+			l.prefetchAhead(cur, next, i)
 			// Hash the step of the next window that the prefetches
 			// reach two steps from now.
 			if i < len(next) {
 				end := min(len(next), i+prefetchStep)
 				hashWindow(next[i:end], nextKeys[i:end], l.seed)
 			}
-			l.prefetchAhead(cur, next, i)
 			l.probeWindow(op, cur[i:min(n, i+prefetchStep)], results[min(len(results), w*batchSize+i):])
 		}
 		cur = next

@@ -89,17 +89,17 @@ func readLines(lines []line, keys [][]byte, seed uint64) uint64 {
 		next := ring[(w+1)%2][:min(limitWindow, len(keys)-from)]
 		nextKeys := keys[from : from+len(next)]
 		for i := 0; i < len(cur); i += limitStep {
-			if i < len(next) {
-				for j := i; j < min(len(next), i+limitStep); j++ {
-					next[j] = xxh3.HashSeed(nextKeys[j], seed)
-				}
-			}
 			ahead, end := i+limitDistance, i+limitDistance+limitStep
 			if ahead < len(cur) {
 				prefetchLines(base, n, cur[ahead:min(len(cur), end)])
 			}
 			if lo, hi := min(len(next), max(0, ahead-len(cur))), min(len(next), end-len(cur)); lo < hi {
 				prefetchLines(base, n, next[lo:hi])
+			}
+			if i < len(next) {
+				for j := i; j < min(len(next), i+limitStep); j++ {
+					next[j] = xxh3.HashSeed(nextKeys[j], seed)
+				}
 			}
 			for _, h := range cur[i:min(len(cur), i+limitStep)] {
 				sum += lineOf(lines, h)[0]

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"runtime"
 	"testing"
+	"time"
 
 	"github.com/ohbloom/ohbloom"
 	"github.com/zeebo/xxh3"
@@ -72,7 +73,11 @@ type limitCase struct {
 	limit map[string]float64 // "single" and "batch" limit of the current round, ns/key
 }
 
-func runLimits(b *testing.B, capacity, nkeys int) {
+// newLimitCase builds one size of BenchmarkLimits: nkeys keys in a filter
+// sized for capacity, topped up with pseudo-random hashes, and the limit's
+// array of as many lines as the filter has blocks; with fresh, the empty
+// filters the new-key adds fill.
+func newLimitCase(b *testing.B, capacity, nkeys int, fresh bool) *limitCase {
 	c := &limitCase{n: nkeys, keys: NewKeys(nkeys, 1), absent: NewKeys(1<<20, 2),
 		results: make([]bool, limitWindowKeys), limit: map[string]float64{}}
 	c.views = c.keys.Views(nil, 0, nkeys)
@@ -81,6 +86,9 @@ func runLimits(b *testing.B, capacity, nkeys int) {
 	fillWithHashes(c.f, capacity-nkeys)
 	c.f.AddBatch(c.views)
 	c.lines = newLines(c.f.Blocks())
+	if !fresh {
+		return c
+	}
 	other := ohbloom.Config{Capacity: uint64(capacity), FPR: 0.01, Seed: ohbloom.DefaultSeed + 1}
 	var err error
 	if c.fresh, err = ohbloom.NewWithConfig(other); err != nil {
@@ -91,7 +99,11 @@ func runLimits(b *testing.B, capacity, nkeys int) {
 	}
 	c.fresh.Reset() // fault the pages in before any timing
 	c.freshAtomic.Reset()
+	return c
+}
 
+func runLimits(b *testing.B, capacity, nkeys int) {
+	c := newLimitCase(b, capacity, nkeys, true)
 	seed := c.f.Seed()
 	for round := 1; round <= *limitRounds; round++ {
 		run := func(op, limit string, body func(b *testing.B)) {
@@ -242,6 +254,68 @@ func (c *limitCase) batches(b *testing.B, fn func(from, to int)) {
 		done += w
 		if at += w; at == c.n {
 			at = 0
+		}
+	}
+}
+
+// BenchmarkLimitsPaired measures the batched calls on the 1.25 GB filter
+// against the batched limit window by window: each window of
+// limitWindowKeys keys goes through readLines and through the call, in
+// turn (which one first alternates), and each is timed on its own. A
+// noisy stretch of a shared machine then hits both alike, where
+// BenchmarkLimits, a second of one after a second of the other, lets it
+// hit one. Only at 1.25 GB: there neither array fits any cache, so reading
+// them in turn changes neither's misses; at the smaller sizes the two
+// arrays would share the caches that each has to itself in
+// BenchmarkLimits. Reports the call's and the limit's ns per key and
+// x-limit, the ratio of their sums. It holds about 4 GB:
+//
+//	flock /tmp/ohbloom-bench.lock ./limits.test -test.run '^$' -test.bench LimitsPaired -test.timeout 1h
+func BenchmarkLimitsPaired(b *testing.B) {
+	if testing.Short() {
+		b.Skip("builds a 1.25 GB filter")
+	}
+	last := limitCases[len(limitCases)-1]
+	c := newLimitCase(b, last.capacity, last.keys, false)
+	seed := c.f.Seed()
+	ops := []struct {
+		name string
+		keys [][]byte
+		call func(keys [][]byte)
+	}{
+		{"testbatch-present", c.views, func(keys [][]byte) { c.f.TestBatch(keys, c.results) }},
+		{"testbatch-absent", c.absentV, func(keys [][]byte) { c.f.TestBatch(keys, c.results) }},
+		{"addbatch-present", c.views, func(keys [][]byte) { c.f.AddBatch(keys) }},
+	}
+	for round := 1; round <= *limitRounds; round++ {
+		for _, op := range ops {
+			b.Run(fmt.Sprintf("n=%d/op=%s/round=%d", last.capacity, op.name, round), func(b *testing.B) {
+				var inCall, inLimit time.Duration
+				at := 0
+				for done, w := 0, 0; done < b.N; done += w {
+					w = min(limitWindowKeys, b.N-done, len(op.keys)-at)
+					keys := op.keys[at : at+w]
+					t0 := time.Now()
+					if done/limitWindowKeys%2 == 0 {
+						sink += readLines(c.lines, keys, seed)
+						t1 := time.Now()
+						op.call(keys)
+						inLimit, inCall = inLimit+t1.Sub(t0), inCall+time.Since(t1)
+					} else {
+						op.call(keys)
+						t1 := time.Now()
+						sink += readLines(c.lines, keys, seed)
+						inCall, inLimit = inCall+t1.Sub(t0), inLimit+time.Since(t1)
+					}
+					if at += w; at == len(op.keys) {
+						at = 0
+					}
+				}
+				b.ReportMetric(float64(inCall.Nanoseconds())/float64(b.N), "call-ns/key")
+				b.ReportMetric(float64(inLimit.Nanoseconds())/float64(b.N), "limit-ns/key")
+				b.ReportMetric(float64(inCall)/float64(inLimit), "x-limit")
+				b.ReportMetric(hugePageShare(), "huge-share")
+			})
 		}
 	}
 }
