@@ -1,11 +1,13 @@
 package bench
 
 import (
+	"encoding/binary"
 	"flag"
 	"fmt"
 	"runtime"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/ohbloom/ohbloom"
 	"github.com/zeebo/xxh3"
@@ -75,9 +77,10 @@ type limitCase struct {
 
 // newLimitCase builds one size of BenchmarkLimits: nkeys keys in a filter
 // sized for capacity, topped up with pseudo-random hashes, and the limit's
-// array of as many lines as the filter has blocks; with fresh, the empty
-// filters the new-key adds fill.
-func newLimitCase(b *testing.B, capacity, nkeys int, fresh bool) *limitCase {
+// array of as many lines as the filter has blocks and the empty filters
+// the new-key adds fill, unless paired (BenchmarkLimitsPaired needs
+// neither).
+func newLimitCase(b *testing.B, capacity, nkeys int, paired bool) *limitCase {
 	c := &limitCase{n: nkeys, keys: NewKeys(nkeys, 1), absent: NewKeys(1<<20, 2),
 		results: make([]bool, limitWindowKeys), limit: map[string]float64{}}
 	c.views = c.keys.Views(nil, 0, nkeys)
@@ -85,10 +88,10 @@ func newLimitCase(b *testing.B, capacity, nkeys int, fresh bool) *limitCase {
 	c.f = ohbloom.New(uint64(capacity), 0.01)
 	fillWithHashes(c.f, capacity-nkeys)
 	c.f.AddBatch(c.views)
-	c.lines = newLines(c.f.Blocks())
-	if !fresh {
+	if paired {
 		return c
 	}
+	c.lines = newLines(c.f.Blocks())
 	other := ohbloom.Config{Capacity: uint64(capacity), FPR: 0.01, Seed: ohbloom.DefaultSeed + 1}
 	var err error
 	if c.fresh, err = ohbloom.NewWithConfig(other); err != nil {
@@ -103,7 +106,7 @@ func newLimitCase(b *testing.B, capacity, nkeys int, fresh bool) *limitCase {
 }
 
 func runLimits(b *testing.B, capacity, nkeys int) {
-	c := newLimitCase(b, capacity, nkeys, true)
+	c := newLimitCase(b, capacity, nkeys, false)
 	seed := c.f.Seed()
 	for round := 1; round <= *limitRounds; round++ {
 		run := func(op, limit string, body func(b *testing.B)) {
@@ -258,64 +261,133 @@ func (c *limitCase) batches(b *testing.B, fn func(from, to int)) {
 	}
 }
 
-// BenchmarkLimitsPaired measures the batched calls on the 1.25 GB filter
-// against the batched limit window by window: each window of
-// limitWindowKeys keys goes through readLines and through the call, in
-// turn (which one first alternates), and each is timed on its own. A
-// noisy stretch of a shared machine then hits both alike, where
-// BenchmarkLimits, a second of one after a second of the other, lets it
-// hit one. Only at 1.25 GB: there neither array fits any cache, so reading
-// them in turn changes neither's misses; at the smaller sizes the two
-// arrays would share the caches that each has to itself in
-// BenchmarkLimits. Reports the call's and the limit's ns per key and
-// x-limit, the ratio of their sums. It holds about 4 GB:
+// BenchmarkLimitsPaired measures each call against its limit in turns of
+// limitWindowKeys keys: a window through the limit, the same window
+// through the call, which one first alternating, each timed on its own.
+// BenchmarkLimits runs a second of one after a second of the other; on a
+// shared machine a noisy stretch then hits one and not the other, and
+// its rounds spread by more than the floors' margins. Here it hits both.
+//
+// The limit reads the filter's own blocks (filterLines), not an array of
+// their size: taking turns, two arrays would share the caches that each
+// has to itself in BenchmarkLimits, and the kernel (and the hypervisor)
+// may back two arrays with different page sizes, which made the ratio of
+// one process differ from the next by a third. One array has neither
+// problem; it is filled with the filter's bits, as the limit's array is
+// filled with data. Single-key calls are paired with the single-key
+// limit, batched calls with the batched limit (readLines). Reports the
+// call's and the limit's ns per key and x-limit, the ratio of their sums;
+// at 1.25 GB, huge-share, the share of the memory advised for huge pages
+// that they back. -limits.n picks one size; -short runs 10^6 only.
 //
 //	flock /tmp/ohbloom-bench.lock ./limits.test -test.run '^$' -test.bench LimitsPaired -test.timeout 1h
 func BenchmarkLimitsPaired(b *testing.B) {
-	if testing.Short() {
-		b.Skip("builds a 1.25 GB filter")
+	for _, size := range limitCases {
+		if testing.Short() && size.capacity > 1e6 || *limitOnly != 0 && size.capacity != *limitOnly {
+			continue
+		}
+		runLimitsPaired(b, size.capacity, size.keys)
+		runtime.GC()
 	}
-	last := limitCases[len(limitCases)-1]
-	c := newLimitCase(b, last.capacity, last.keys, false)
+}
+
+func runLimitsPaired(b *testing.B, capacity, nkeys int) {
+	c := newLimitCase(b, capacity, nkeys, true)
+	lines := filterLines(b, c.f)
 	seed := c.f.Seed()
+	single := func(keys [][]byte) {
+		var sum uint64
+		for _, k := range keys {
+			sum += lineOf(lines, xxh3.HashSeed(k, seed))[0]
+		}
+		sink += sum
+	}
+	batched := func(keys [][]byte) { sink += readLines(lines, keys, seed) }
 	ops := []struct {
-		name string
-		keys [][]byte
-		call func(keys [][]byte)
+		name  string
+		keys  [][]byte
+		limit func(keys [][]byte)
+		call  func(keys [][]byte)
 	}{
-		{"testbatch-present", c.views, func(keys [][]byte) { c.f.TestBatch(keys, c.results) }},
-		{"testbatch-absent", c.absentV, func(keys [][]byte) { c.f.TestBatch(keys, c.results) }},
-		{"addbatch-present", c.views, func(keys [][]byte) { c.f.AddBatch(keys) }},
+		{"test-present", c.views, single, func(keys [][]byte) {
+			for _, k := range keys {
+				if !c.f.Test(k) {
+					b.Fatal("false negative")
+				}
+			}
+		}},
+		{"test-absent", c.absentV, single, func(keys [][]byte) {
+			for _, k := range keys {
+				c.results[0] = c.f.Test(k)
+			}
+		}},
+		{"add-present", c.views, single, func(keys [][]byte) {
+			for _, k := range keys {
+				c.f.Add(k)
+			}
+		}},
+		{"testbatch-present", c.views, batched, func(keys [][]byte) { c.f.TestBatch(keys, c.results) }},
+		{"testbatch-absent", c.absentV, batched, func(keys [][]byte) { c.f.TestBatch(keys, c.results) }},
+		{"addbatch-present", c.views, batched, func(keys [][]byte) { c.f.AddBatch(keys) }},
 	}
 	for round := 1; round <= *limitRounds; round++ {
 		for _, op := range ops {
-			b.Run(fmt.Sprintf("n=%d/op=%s/round=%d", last.capacity, op.name, round), func(b *testing.B) {
+			b.Run(fmt.Sprintf("n=%d/op=%s/round=%d", capacity, op.name, round), func(b *testing.B) {
+				// The limit takes its keys half the keys away from the
+				// call's, so that neither finds lines the other just read.
 				var inCall, inLimit time.Duration
-				at := 0
+				n := len(op.keys)
+				at, limitAt := 0, n/2
 				for done, w := 0, 0; done < b.N; done += w {
-					w = min(limitWindowKeys, b.N-done, len(op.keys)-at)
-					keys := op.keys[at : at+w]
+					w = min(limitWindowKeys, b.N-done, n-at, n-limitAt)
+					keys, limitKeys := op.keys[at:at+w], op.keys[limitAt:limitAt+w]
 					t0 := time.Now()
 					if done/limitWindowKeys%2 == 0 {
-						sink += readLines(c.lines, keys, seed)
+						op.limit(limitKeys)
 						t1 := time.Now()
 						op.call(keys)
 						inLimit, inCall = inLimit+t1.Sub(t0), inCall+time.Since(t1)
 					} else {
 						op.call(keys)
 						t1 := time.Now()
-						sink += readLines(c.lines, keys, seed)
+						op.limit(limitKeys)
 						inCall, inLimit = inCall+t1.Sub(t0), inLimit+time.Since(t1)
 					}
-					if at += w; at == len(op.keys) {
+					if at += w; at == n {
 						at = 0
+					}
+					if limitAt += w; limitAt == n {
+						limitAt = 0
 					}
 				}
 				b.ReportMetric(float64(inCall.Nanoseconds())/float64(b.N), "call-ns/key")
 				b.ReportMetric(float64(inLimit.Nanoseconds())/float64(b.N), "limit-ns/key")
 				b.ReportMetric(float64(inCall)/float64(inLimit), "x-limit")
-				b.ReportMetric(hugePageShare(), "huge-share")
+				if capacity >= 1e9 {
+					b.ReportMetric(hugePageShare(), "huge-share")
+				}
 			})
 		}
 	}
+}
+
+// filterLines returns the blocks of f in place, as lines, for the limit
+// to read: the first field of a Filter is its block slice. It checks what
+// it found against AppendBlocks, so that a change of the Filter's layout
+// fails the benchmark instead of reading the wrong memory.
+func filterLines(b *testing.B, f *ohbloom.Filter) []line {
+	lines := *(*[]line)(unsafe.Pointer(f))
+	n := f.Blocks()
+	if uint64(len(lines)) != n {
+		b.Fatalf("filterLines found %d blocks, the filter has %d", len(lines), n)
+	}
+	for _, i := range []uint64{0, n / 2, n - 1} {
+		enc := f.AppendBlocks(nil, i, 1)
+		for j, w := range lines[i] {
+			if binary.LittleEndian.Uint64(enc[8*j:]) != w {
+				b.Fatalf("filterLines: block %d differs from AppendBlocks", i)
+			}
+		}
+	}
+	return lines
 }
