@@ -32,6 +32,34 @@
 	VPSRLVQ      Z6, Z5, Z5                 \
 	VPTESTMQ.BCST ·one(SB), Z5, k
 
+// LOAD8 loads, for the loops over many hashes with k ≤ 8 (one half), the
+// constants that BITS and TESTBITS read from memory on every key: inverse,
+// size and offset of each lane in Z20-Z22, 63 and 1 broadcast in Z23-Z24.
+#define LOAD8 \
+	VMOVUPD      (INV)(CX), Z20    \
+	VMOVUPD      (SIZE)(CX), Z21   \
+	VMOVUPD      (OFFSET)(CX), Z22 \
+	VPBROADCASTQ ·low6(SB), Z23    \
+	VPBROADCASTQ ·one(SB), Z24
+
+// TEST8 is BITS then TESTBITS for the residue in BX (zero-extended), with
+// LOAD8's constants: bit positions in Z3, mask K1 of the lanes whose bit
+// is set in the block in Z0. VPBROADCASTQ and VCVTQQ2PD put the residue
+// in every lane as float64 with no dependency on an earlier key.
+#define TEST8 \
+	VPBROADCASTQ BX, Z1            \
+	VCVTQQ2PD    Z1, Z1            \
+	VMULPD       Z20, Z1, Z2       \
+	VRNDSCALEPD  $11, Z2, Z2       \
+	VADDPD       Z22, Z1, Z3       \
+	VFNMADD231PD Z21, Z2, Z3       \
+	VCVTTPD2QQ   Z3, Z3            \
+	VPSRLQ       $6, Z3, Z4        \
+	VPERMQ       Z0, Z4, Z5        \
+	VPANDQ       Z23, Z3, Z6       \
+	VPSRLVQ      Z6, Z5, Z5        \
+	VPTESTMQ     Z24, Z5, K1
+
 // MASK builds in dst the key's 512-bit mask from its bit positions in Z3
 // (lanes 0-7) and Z13 (lanes 8-15): word w of the mask gathers the
 // partitions that reach into word w. For each of the table's candidate
@@ -39,13 +67,13 @@
 // shifting 1 by bit-64w sets it there, while VPSLLVQ gives 0 for a
 // candidate whose bit lies in another word (a shift below 0, huge when
 // unsigned, or of 64 and up). Uses DX, SI, Z10-Z12.
-#define MASK(dst) \
+#define MASK(dst, round) \
 	VMOVDQU64    ·wordStarts(SB), Z10 \
 	VPBROADCASTQ ·one(SB), Z11        \
 	VPXORQ       dst, dst, dst        \
 	MOVQ         ROUNDS(CX), DX       \
 	LEAQ         CANDIDATES(CX), SI   \
-	mask_round:                       \
+	round:                            \
 	VMOVDQU64 (SI), Z12               \
 	VPERMI2Q  Z13, Z3, Z12            \
 	VPADDQ    Z10, Z12, Z12           \
@@ -53,7 +81,7 @@
 	VPORQ     Z12, dst, dst           \
 	ADDQ      $64, SI                 \
 	DECQ      DX                      \
-	JNZ       mask_round
+	JNZ       round
 
 // func vecTest(b *block, x uint32, p *vecProbe) bool
 TEXT ·vecTest(SB), NOSPLIT|NOFRAME, $0-25
@@ -64,9 +92,8 @@ TEXT ·vecTest(SB), NOSPLIT|NOFRAME, $0-25
 	// should start before the arithmetic rather than wait for the word
 	// numbers.
 	VMOVDQU64    (AX), Z0
-	VXORPD       X1, X1, X1 // VCVTSI2SDQ merges into X1: without this, each call waits for the last one's X1
-	VCVTSI2SDQ   BX, X1, X1
-	VBROADCASTSD X1, Z1
+	VPBROADCASTQ BX, Z1 // the residue in every lane, as float64:
+	VCVTQQ2PD    Z1, Z1 // no dependency on an earlier key
 	BITS(0, Z3)
 	TESTBITS(Z3, K1)
 	CMPQ HALVES(CX), $1
@@ -95,9 +122,8 @@ TEXT ·vecAdd(SB), NOSPLIT|NOFRAME, $0-25
 	MOVL x+8(FP), BX
 	MOVQ p+16(FP), CX
 	VMOVDQU64    (AX), Z0 // the miss first, as in vecTest
-	VXORPD       X1, X1, X1 // VCVTSI2SDQ merges into X1: without this, each call waits for the last one's X1
-	VCVTSI2SDQ   BX, X1, X1
-	VBROADCASTSD X1, Z1
+	VPBROADCASTQ BX, Z1 // the residue in every lane, as float64:
+	VCVTQQ2PD    Z1, Z1 // no dependency on an earlier key
 	BITS(0, Z3)
 	TESTBITS(Z3, K1)
 	CMPQ HALVES(CX), $1
@@ -110,7 +136,7 @@ add_tested:
 	KORTESTB K1, K1
 	SETCS    present+24(FP)
 	JCS      add_done // all set already
-	MASK(Z8)
+	MASK(Z8, mask_round1)
 	VPORQ     Z0, Z8, Z8
 	VMOVDQU64 Z8, (AX)
 
@@ -134,9 +160,8 @@ TEXT ·vecAtomicAdd(SB), NOSPLIT, $64-25
 	MOVL x+8(FP), BX
 	MOVQ p+16(FP), CX
 	VMOVDQU64    (AX), Z0
-	VXORPD       X1, X1, X1 // VCVTSI2SDQ merges into X1: without this, each call waits for the last one's X1
-	VCVTSI2SDQ   BX, X1, X1
-	VBROADCASTSD X1, Z1
+	VPBROADCASTQ BX, Z1 // the residue in every lane, as float64:
+	VCVTQQ2PD    Z1, Z1 // no dependency on an earlier key
 	BITS(0, Z3)
 	TESTBITS(Z3, K1)
 	CMPQ HALVES(CX), $1
@@ -149,7 +174,7 @@ atomic_tested:
 	KORTESTB K1, K1
 	SETCS    present+24(FP)
 	JCS      atomic_done
-	MASK(Z8)
+	MASK(Z8, mask_round2)
 	// DX = the words the mask touches, whether the block has their bits
 	// or not: a loop over the words that lack a bit would end on a branch
 	// that depends on the block, and when it mispredicts (its trip count
@@ -187,6 +212,26 @@ TEXT ·vecTestHashes(SB), NOSPLIT|NOFRAME, $0-72
 	MOVQ p+64(FP), CX
 	TESTQ R9, R9
 	JZ    test_hashes_done
+	CMPQ HALVES(CX), $1
+	JNE  test_hashes_loop
+	LOAD8
+
+	// k ≤ 8: the constants stay in registers, and no key tests the halves.
+test8_hashes_loop:
+	MOVQ (R8), AX
+	MOVL AX, BX
+	MULQ R12
+	SHLQ $6, DX
+	VMOVDQU64 (DI)(DX*1), Z0
+	TEST8
+	KORTESTB K1, K1
+	SETCS    (R10)
+	ADDQ     $8, R8
+	INCQ     R10
+	DECQ     R9
+	JNZ      test8_hashes_loop
+	VZEROUPPER
+	RET
 
 test_hashes_loop:
 	MOVQ (R8), AX
@@ -194,9 +239,8 @@ test_hashes_loop:
 	MULQ R12    // DX = the block
 	SHLQ $6, DX
 	VMOVDQU64    (DI)(DX*1), Z0
-	VXORPD       X1, X1, X1 // no dependency on the last key's X1
-	VCVTSI2SDQ   BX, X1, X1
-	VBROADCASTSD X1, Z1
+	VPBROADCASTQ BX, Z1 // the residue in every lane, as float64:
+	VCVTQQ2PD    Z1, Z1 // no dependency on an earlier key
 	BITS(0, Z3)
 	TESTBITS(Z3, K1)
 	CMPQ HALVES(CX), $1
@@ -228,6 +272,31 @@ TEXT ·vecAddHashes(SB), NOSPLIT|NOFRAME, $0-48
 	MOVQ p+40(FP), CX
 	TESTQ R9, R9
 	JZ    add_hashes_done
+	CMPQ HALVES(CX), $1
+	JNE  add_hashes_loop
+	LOAD8
+
+	// k ≤ 8, as in vecTestHashes.
+add8_hashes_loop:
+	MOVQ (R8), AX
+	MOVL AX, BX
+	MULQ R12
+	SHLQ $6, DX
+	LEAQ (DI)(DX*1), R11
+	VMOVDQU64 (R11), Z0
+	TEST8
+	KORTESTB K1, K1
+	JCS      add8_hashes_next
+	MASK(Z8, mask_round3)
+	VPORQ     Z0, Z8, Z8
+	VMOVDQU64 Z8, (R11)
+
+add8_hashes_next:
+	ADDQ $8, R8
+	DECQ R9
+	JNZ  add8_hashes_loop
+	VZEROUPPER
+	RET
 
 add_hashes_loop:
 	MOVQ (R8), AX
@@ -236,9 +305,8 @@ add_hashes_loop:
 	SHLQ $6, DX
 	LEAQ (DI)(DX*1), R11 // the block; MASK takes DX
 	VMOVDQU64    (R11), Z0
-	VXORPD       X1, X1, X1
-	VCVTSI2SDQ   BX, X1, X1
-	VBROADCASTSD X1, Z1
+	VPBROADCASTQ BX, Z1 // the residue in every lane, as float64:
+	VCVTQQ2PD    Z1, Z1 // no dependency on an earlier key
 	BITS(0, Z3)
 	TESTBITS(Z3, K1)
 	CMPQ HALVES(CX), $1
@@ -250,7 +318,7 @@ add_hashes_loop:
 add_hashes_tested:
 	KORTESTB K1, K1
 	JCS      add_hashes_next // all set already
-	MASK(Z8)
+	MASK(Z8, mask_round4)
 	VPORQ     Z0, Z8, Z8
 	VMOVDQU64 Z8, (R11)
 
@@ -282,9 +350,8 @@ add_packed_loop:
 	SHLQ $6, AX
 	LEAQ (DI)(AX*1), R11
 	VMOVDQU64    (R11), Z0
-	VXORPD       X1, X1, X1
-	VCVTSI2SDQ   BX, X1, X1
-	VBROADCASTSD X1, Z1
+	VPBROADCASTQ BX, Z1 // the residue in every lane, as float64:
+	VCVTQQ2PD    Z1, Z1 // no dependency on an earlier key
 	BITS(0, Z3)
 	TESTBITS(Z3, K1)
 	CMPQ HALVES(CX), $1
@@ -296,7 +363,7 @@ add_packed_loop:
 add_packed_tested:
 	KORTESTB K1, K1
 	JCS      add_packed_next
-	MASK(Z8)
+	MASK(Z8, mask_round5)
 	VPORQ     Z0, Z8, Z8
 	VMOVDQU64 Z8, (R11)
 
