@@ -266,8 +266,10 @@ func (c *limitCase) batches(b *testing.B, fn func(from, to int)) {
 }
 
 // BenchmarkLimitsPaired measures each call against its limit in turns of
-// limitWindowKeys keys: a window through the limit, the same window
-// through the call, which one first alternating, each timed on its own.
+// limitWindowKeys keys: a window through the limit, another window, half
+// the keys away, through the call, which one first alternating (by the
+// count of keys done, so a window cut short where the keys wrap around
+// can break the alternation once), each timed on its own.
 // BenchmarkLimits runs a second of one after a second of the other; on a
 // shared machine a noisy stretch then hits one and not the other, and
 // its rounds spread by more than the floors' margins. Here it hits both.
