@@ -166,12 +166,15 @@ func FuzzConnection(f *testing.F) {
 			if b := s.buffered.Load(); b > s.cfg.MaxBufferedBytes {
 				t.Fatalf("%d bytes buffered, budget %d", b, s.cfg.MaxBufferedBytes)
 			}
+			if b := s.unauthBuffered.Load(); b < 0 || b > s.cfg.MaxUnauthBufferedBytes {
+				t.Fatalf("%d bytes buffered by unauthenticated clients, limit %d", b, s.cfg.MaxUnauthBufferedBytes)
+			}
 		}
 		conn.Close()
 		// The event: the server has closed its side too.
 		waitFor(t, "the server to close the connection", func() bool { return s.clients.Load() == 0 })
-		if b := s.buffered.Load(); b != 0 {
-			t.Fatalf("%d bytes still buffered after the connection closed", b)
+		if b, u := s.buffered.Load(), s.unauthBuffered.Load(); b != 0 || u != 0 {
+			t.Fatalf("%d bytes (%d unauthenticated) still buffered after the connection closed", b, u)
 		}
 		check, err := net.Dial("tcp", addr)
 		if err != nil {
