@@ -47,11 +47,17 @@ const limitWindowKeys = 4096
 //	flock /tmp/ohbloom-bench.lock ./limits.test -test.run '^$' -test.bench '^BenchmarkLimits$' -test.timeout 2h > limits.txt
 //	go run ./cmd/limitstable < limits.txt
 func BenchmarkLimits(b *testing.B) {
+	forLimitSizes(func(capacity, keys int) { runLimits(b, capacity, keys) })
+}
+
+// forLimitSizes runs fn on each size of limitCases that -short and
+// -limits.n leave, collecting the last one's memory before the next.
+func forLimitSizes(fn func(capacity, keys int)) {
 	for _, c := range limitCases {
 		if testing.Short() && c.capacity > 1e6 || *limitOnly != 0 && c.capacity != *limitOnly {
 			continue
 		}
-		runLimits(b, c.capacity, c.keys)
+		fn(c.capacity, c.keys)
 		runtime.GC()
 	}
 }
@@ -288,13 +294,7 @@ func (c *limitCase) batches(b *testing.B, fn func(from, to int)) {
 //
 //	flock /tmp/ohbloom-bench.lock ./limits.test -test.run '^$' -test.bench LimitsPaired -test.timeout 1h
 func BenchmarkLimitsPaired(b *testing.B) {
-	for _, size := range limitCases {
-		if testing.Short() && size.capacity > 1e6 || *limitOnly != 0 && size.capacity != *limitOnly {
-			continue
-		}
-		runLimitsPaired(b, size.capacity, size.keys)
-		runtime.GC()
-	}
+	forLimitSizes(func(capacity, keys int) { runLimitsPaired(b, capacity, keys) })
 }
 
 func runLimitsPaired(b *testing.B, capacity, nkeys int) {
