@@ -32,6 +32,13 @@
 	VPSRLVQ      Z6, Z5, Z5                 \
 	VPTESTMQ.BCST ·one(SB), Z5, k
 
+// RESIDUE puts the residue in BX (zero-extended) in every lane of Z1 as
+// float64, for BITS. Unlike VCVTSI2SDQ, which merges into its
+// destination, it depends on nothing left by an earlier key.
+#define RESIDUE \
+	VPBROADCASTQ BX, Z1 \
+	VCVTQQ2PD    Z1, Z1
+
 // LOAD8 loads, for the loops over many hashes with k ≤ 8 (one half), the
 // constants that BITS and TESTBITS read from memory on every key: inverse,
 // size and offset of each lane in Z20-Z22, 63 and 1 broadcast in Z23-Z24.
@@ -42,13 +49,11 @@
 	VPBROADCASTQ ·low6(SB), Z23    \
 	VPBROADCASTQ ·one(SB), Z24
 
-// TEST8 is BITS then TESTBITS for the residue in BX (zero-extended), with
-// LOAD8's constants: bit positions in Z3, mask K1 of the lanes whose bit
-// is set in the block in Z0. VPBROADCASTQ and VCVTQQ2PD put the residue
-// in every lane as float64 with no dependency on an earlier key.
+// TEST8 is RESIDUE, BITS and TESTBITS for the residue in BX, with LOAD8's
+// constants: bit positions in Z3, mask K1 of the lanes whose bit is set
+// in the block in Z0.
 #define TEST8 \
-	VPBROADCASTQ BX, Z1            \
-	VCVTQQ2PD    Z1, Z1            \
+	RESIDUE                        \
 	VMULPD       Z20, Z1, Z2       \
 	VRNDSCALEPD  $11, Z2, Z2       \
 	VADDPD       Z22, Z1, Z3       \
@@ -92,8 +97,7 @@ TEXT ·vecTest(SB), NOSPLIT|NOFRAME, $0-25
 	// should start before the arithmetic rather than wait for the word
 	// numbers.
 	VMOVDQU64    (AX), Z0
-	VPBROADCASTQ BX, Z1 // the residue in every lane, as float64:
-	VCVTQQ2PD    Z1, Z1 // no dependency on an earlier key
+	RESIDUE
 	BITS(0, Z3)
 	TESTBITS(Z3, K1)
 	CMPQ HALVES(CX), $1
@@ -122,8 +126,7 @@ TEXT ·vecAdd(SB), NOSPLIT|NOFRAME, $0-25
 	MOVL x+8(FP), BX
 	MOVQ p+16(FP), CX
 	VMOVDQU64    (AX), Z0 // the miss first, as in vecTest
-	VPBROADCASTQ BX, Z1 // the residue in every lane, as float64:
-	VCVTQQ2PD    Z1, Z1 // no dependency on an earlier key
+	RESIDUE
 	BITS(0, Z3)
 	TESTBITS(Z3, K1)
 	CMPQ HALVES(CX), $1
@@ -160,8 +163,7 @@ TEXT ·vecAtomicAdd(SB), NOSPLIT, $64-25
 	MOVL x+8(FP), BX
 	MOVQ p+16(FP), CX
 	VMOVDQU64    (AX), Z0
-	VPBROADCASTQ BX, Z1 // the residue in every lane, as float64:
-	VCVTQQ2PD    Z1, Z1 // no dependency on an earlier key
+	RESIDUE
 	BITS(0, Z3)
 	TESTBITS(Z3, K1)
 	CMPQ HALVES(CX), $1
@@ -239,8 +241,7 @@ test_hashes_loop:
 	MULQ R12    // DX = the block
 	SHLQ $6, DX
 	VMOVDQU64    (DI)(DX*1), Z0
-	VPBROADCASTQ BX, Z1 // the residue in every lane, as float64:
-	VCVTQQ2PD    Z1, Z1 // no dependency on an earlier key
+	RESIDUE
 	BITS(0, Z3)
 	TESTBITS(Z3, K1)
 	CMPQ HALVES(CX), $1
@@ -305,8 +306,7 @@ add_hashes_loop:
 	SHLQ $6, DX
 	LEAQ (DI)(DX*1), R11 // the block; MASK takes DX
 	VMOVDQU64    (R11), Z0
-	VPBROADCASTQ BX, Z1 // the residue in every lane, as float64:
-	VCVTQQ2PD    Z1, Z1 // no dependency on an earlier key
+	RESIDUE
 	BITS(0, Z3)
 	TESTBITS(Z3, K1)
 	CMPQ HALVES(CX), $1
@@ -350,8 +350,7 @@ add_packed_loop:
 	SHLQ $6, AX
 	LEAQ (DI)(AX*1), R11
 	VMOVDQU64    (R11), Z0
-	VPBROADCASTQ BX, Z1 // the residue in every lane, as float64:
-	VCVTQQ2PD    Z1, Z1 // no dependency on an earlier key
+	RESIDUE
 	BITS(0, Z3)
 	TESTBITS(Z3, K1)
 	CMPQ HALVES(CX), $1
