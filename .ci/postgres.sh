@@ -6,7 +6,7 @@ if ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >/dev/null
 fi
 PGBIN=$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -n 1)
-PGPORT=${OHBLOOM_CI_PG_PORT:-54329} # .ci/busy moves it
+PGPORT=${OHBLOOM_CI_PG_PORT:-25329} # .ci/busy moves it; outside the ephemeral range, as in redis.sh
 PGDATA=$(mktemp -d /tmp/ohbloom-pg.XXXXXX)
 chown postgres "$PGDATA"
 runuser -u postgres -- "$PGBIN/initdb" -D "$PGDATA/data" -A trust -U ohbloom >/dev/null

@@ -11,10 +11,20 @@ fi
 REDISDIR=$(mktemp -d /tmp/ohbloom-redis.XXXXXX)
 # Ports: OHBLOOM_CI_REDIS_PORT for the standalone server, and the three
 # after OHBLOOM_CI_CLUSTER_PORT for the cluster (.ci/busy moves them, so
-# that it can run beside .ci/run).
+# that it can run beside .ci/run). All stay outside Linux's ephemeral range
+# (32768-60999), the cluster's bus ports (port + 10000) too: a port in it
+# can be held by any client socket on the machine, and a server then fails
+# to bind it.
 REDIS_PORT=${OHBLOOM_CI_REDIS_PORT:-63790}
-CLUSTER_PORT=${OHBLOOM_CI_CLUSTER_PORT:-46390}
+CLUSTER_PORT=${OHBLOOM_CI_CLUSTER_PORT:-16390}
 CLUSTER_PORTS="$((CLUSTER_PORT + 1)) $((CLUSTER_PORT + 2)) $((CLUSTER_PORT + 3))"
+stop_redis() {
+  for port in "$REDIS_PORT" $CLUSTER_PORTS; do redis-cli -p "$port" shutdown nosave >/dev/null 2>&1 || true; done
+  rm -rf "$REDISDIR"
+}
+# Stop whatever started if a later start fails (the caller's trap takes
+# over once this script has returned).
+trap 'stop_redis; type stop_postgres >/dev/null 2>&1 && stop_postgres' EXIT
 redis_start() { # port [extra redis-server flags]
   local port=$1; shift
   mkdir -p "$REDISDIR/$port"
@@ -31,10 +41,6 @@ redis-cli --cluster create $(for p in $CLUSTER_PORTS; do printf "127.0.0.1:%s " 
 for _ in $(seq 100); do
   redis-cli -p "$((CLUSTER_PORT + 1))" cluster info | grep -q 'cluster_state:ok' && break; sleep 0.1
 done
-stop_redis() {
-  for port in "$REDIS_PORT" $CLUSTER_PORTS; do redis-cli -p "$port" shutdown nosave >/dev/null 2>&1 || true; done
-  rm -rf "$REDISDIR"
-}
 export OHBLOOM_REDIS_ADDR=127.0.0.1:$REDIS_PORT
 export OHBLOOM_REDIS_CLUSTER=$(echo $CLUSTER_PORTS | sed -E 's/([0-9]+)/127.0.0.1:\1/g; s/ /,/g')
 echo "$(redis-server --version | awk '{print $1, $2, $3}') on 127.0.0.1:$REDIS_PORT, cluster on $((CLUSTER_PORT + 1))-$((CLUSTER_PORT + 3))"
