@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"unsafe"
 
 	"github.com/zeebo/xxh3"
 )
@@ -44,48 +45,50 @@ func NewWithConfig(c Config) (*Filter, error) {
 }
 
 // Add inserts key.
-//
-// Add, AddString, Test and TestString spell out the choice between the
-// vector and the generated probe that addBits and testBits make: a helper
-// with two calls in it is never inlined, and the extra call level costs up
-// to 20% on filters larger than the caches, where each call holds back the
-// next key's cache miss (BenchmarkPeers at 3·10⁷ keys).
 func (f *Filter) Add(key []byte) {
-	h := xxh3.HashSeed(key, f.seed)
-	if f.vec != nil {
-		vecAdd(f.blockOf(h), residue(h), f.vec)
-		return
-	}
-	f.add(f.blockOf(h), residue(h))
+	keyAdd(&f.layout, unsafe.SliceData(key), len(key))
 }
 
 // AddString inserts key, without converting it to a byte slice.
 func (f *Filter) AddString(key string) {
-	h := xxh3.HashStringSeed(key, f.seed)
-	if f.vec != nil {
-		vecAdd(f.blockOf(h), residue(h), f.vec)
-		return
-	}
-	f.add(f.blockOf(h), residue(h))
+	keyAdd(&f.layout, unsafe.StringData(key), len(key))
 }
 
 // Test reports whether key may be in the filter: false means it was
 // certainly never added, true that it was added or is a false positive.
 func (f *Filter) Test(key []byte) bool {
-	h := xxh3.HashSeed(key, f.seed)
-	if f.vec != nil {
-		return vecTest(f.blockOf(h), residue(h), f.vec)
-	}
-	return f.test(f.blockOf(h), residue(h))
+	return keyTest(&f.layout, unsafe.SliceData(key), len(key))
 }
 
 // TestString is Test for a string key.
 func (f *Filter) TestString(key string) bool {
-	h := xxh3.HashStringSeed(key, f.seed)
-	if f.vec != nil {
-		return vecTest(f.blockOf(h), residue(h), f.vec)
+	return keyTest(&f.layout, unsafe.StringData(key), len(key))
+}
+
+// Add, AddString, Test and TestString make one call, which the compiler
+// inlines into their callers: keyTest or keyAdd. Where the vector probe
+// runs, that call hashes the key and probes its block (vector_amd64.s);
+// elsewhere, and for keys longer than the vector code hashes, it is, or
+// jumps to, testKey or addKey. Each call level between a loop and its
+// key's cache miss holds back the next key's miss (BenchmarkLimitsPaired).
+
+// testKey hashes the n bytes at p and tests them in l, with the Go hash.
+func testKey(l *layout, p *byte, n int) bool {
+	h := xxh3.HashSeed(unsafe.Slice(p, n), l.seed)
+	if l.vec != nil { // spelled out: testBits would be one more call
+		return vecTest(l.blockOf(h), residue(h), l.vec)
 	}
-	return f.test(f.blockOf(h), residue(h))
+	return l.test(l.blockOf(h), residue(h))
+}
+
+// addKey hashes the n bytes at p and adds them to l, with the Go hash.
+func addKey(l *layout, p *byte, n int) {
+	h := xxh3.HashSeed(unsafe.Slice(p, n), l.seed)
+	if l.vec != nil {
+		vecAdd(l.blockOf(h), residue(h), l.vec)
+		return
+	}
+	l.add(l.blockOf(h), residue(h))
 }
 
 // TestAndAdd adds key and reports whether it may have been present before.

@@ -12,12 +12,17 @@ import (
 
 // The vector probe computes all k bit positions of a key at once in the
 // eight float64 lanes of an AVX-512 register, where the generated probes
-// spend a dozen scalar instructions on each partition. Residues come from
-// the same exact quotient as the generated code: x - ⌊x·inv⌋·size with inv
-// the float64 just above 1/size (see gen_probes.go), here with a fused
-// multiply-add whose operands are integers below 2^53, so exact too. The
-// block's words are picked by the lanes' word numbers with one permute.
-// TestVectorMatchesProbes holds it to the generated probes bit for bit.
+// spend a dozen scalar instructions on each partition. With inv the
+// float64 just above 1/size (see gen_probes.go), x·inv for x < 2^32 lies
+// at or above x/size by less than 2^-19/size, and rounding it to float64
+// moves it by at most 2^-21. Its fraction f, times size, is then within
+// 2^-12 of the integer x mod size, never below 0 and never past size-1,
+// so rounding f·size to the nearest integer gives the residue exactly:
+// four vector operations for eight lanes (BITS in vector_amd64.s). The
+// block's words are picked by the lanes' word numbers with one permute,
+// and the bits in them with one VPSHUFBITQMB. TestVectorMatchesProbes
+// holds it to the generated probes bit for bit, at the residues where a
+// quotient changes.
 //
 // It runs on 512-bit registers only where AVX-512 costs no clock speed:
 // AMD since Zen 4 and Intel since Ice Lake. On Skylake-SP and Cascade Lake
@@ -31,7 +36,8 @@ type vecProbe struct {
 	inv    [16]float64 // float64 just above 1/size
 	size   [16]float64
 	offset [16]float64
-	halves uint64 // 1 for k ≤ 8, else 2
+	c52    [16]float64 // 2^52 · inv, exactly (a power of two)
+	halves uint64      // 1 for k ≤ 8, else 2
 
 	// For vecAdd: candidates[j][w] is the j-th partition (lane) whose bits
 	// reach into word w of the block, for j < rounds; a word reached by
@@ -58,6 +64,32 @@ func vecAdd(b *block, x uint32, p *vecProbe) (present bool)
 //
 //go:noescape
 func vecAtomicAdd(b *block, x uint32, p *vecProbe) (present bool)
+
+// keyTest is Filter.Test of the n bytes at p, hash and probe in one call
+// (vector_amd64.s); where l has no vector probe, or the key is longer than
+// 128 bytes, it returns testKey's answer.
+//
+//go:noescape
+func keyTest(l *layout, p *byte, n int) bool
+
+// keyAdd is Filter.Add of the n bytes at p, as keyTest is Test; addKey
+// adds what it does not.
+//
+//go:noescape
+func keyAdd(l *layout, p *byte, n int)
+
+// testHash and addHash are keyTest's and keyAdd's generated probes, for
+// a layout with no vector probe: the assembly hashes the key, puts the hash
+// where the key's pointer was and jumps here. The unnamed third argument
+// keeps testHash's result where keyTest's is.
+func testHash(l *layout, h uint64, _ int) bool { return l.test(l.blockOf(h), residue(h)) }
+func addHash(l *layout, h uint64, _ int)       { l.add(l.blockOf(h), residue(h)) }
+
+// keyHash is the hash of keyTest and keyAdd alone: XXH3-64 with seed of
+// the n bytes at p, ok false for keys longer than 128 bytes.
+//
+//go:noescape
+func keyHash(p *byte, n int, seed uint64) (h uint64, ok bool)
 
 // vecTestHashes and vecAddHashes are vecTest and vecAdd over a window of
 // hashes, their blocks found as layout.blockOf finds them
@@ -130,6 +162,9 @@ func detectVector() bool {
 	if b7&(f|dq) != f|dq {
 		return false
 	}
+	if c7&(1<<12) == 0 { // AVX512_BITALG, for VPSHUFBITQMB
+		return false
+	}
 	if intel {
 		// Ice Lake and later, the first with no 512-bit frequency
 		// penalty, are the first with VBMI2 (CPUID.7.0:ECX bit 6).
@@ -175,6 +210,7 @@ func makeVecProbe(parts []partition) *vecProbe {
 		p.inv[i] = math.Nextafter(1/float64(q.size), 1)
 		p.size[i] = float64(q.size)
 		p.offset[i] = float64(q.offset)
+		p.c52[i] = p.inv[i] * (1 << 52)
 	}
 	var reach [blockWords][]uint64
 	for i, q := range parts {

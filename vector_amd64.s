@@ -1,69 +1,76 @@
 //go:build !purego
 
 #include "textflag.h"
+#include "go_asm.h"
 
-// vecProbe field offsets (vector_amd64.go).
-#define INV 0
-#define SIZE 128
-#define OFFSET 256
-#define HALVES 384
-#define ROUNDS 392
-#define CANDIDATES 400
+// vecProbe's field offsets, from the go_asm.h the compiler writes.
+#define INV vecProbe_inv
+#define SIZE vecProbe_size
+#define OFFSET vecProbe_offset
+#define C52 vecProbe_c52
+#define HALVES vecProbe_halves
+#define ROUNDS vecProbe_rounds
+#define CANDIDATES vecProbe_candidates
 
 // BITS computes, in the eight qword lanes of dst, the bit positions of x
-// (broadcast as float64 in Z1) for the lanes of the vecProbe at CX+half:
-// offset + x - trunc(x*inv)*size, exact (see vector_amd64.go): the
-// quotient truncated quietly (VRNDSCALEPD mode 11), then one fused
-// multiply-add.
+// (in Z1 as the float64 2^52 + x, see RESIDUE) for the lanes of the
+// vecProbe at CX+half: offset + frac(x*inv)*size, rounded to the nearest
+// integer, which is offset + x mod size (see vector_amd64.go). The fused
+// multiply-subtract (2^52+x)*inv - 2^52*inv gives x*inv rounded once, as a
+// multiply would from x as float64, without converting x; VREDUCEPD
+// leaves its fraction. Z1 is left as it was; uses Z2.
 #define BITS(half, dst) \
-	VMULPD       (INV+half)(CX), Z1, Z2     \
-	VRNDSCALEPD  $11, Z2, Z2                \
-	VADDPD       (OFFSET+half)(CX), Z1, dst \
-	VFNMADD231PD (SIZE+half)(CX), Z2, dst   \
-	VCVTTPD2QQ   dst, dst
+	VMOVUPD          (INV+half)(CX), Z2          \
+	VFMSUB213PD      (C52+half)(CX), Z1, Z2      \
+	VREDUCEPD        $11, Z2, Z2                 \
+	VMOVUPD          (SIZE+half)(CX), dst        \
+	VFMADD213PD      (OFFSET+half)(CX), dst, Z2  \
+	VCVTPD2QQ.RN_SAE Z2, dst
 
-// TESTBITS sets mask k to the lanes of bits whose bit is set in the block
-// in Z0: VPERMQ fetches each lane's word (bit/64) of the block, VPSRLVQ
-// brings the bit (bit%64) down to bit 0. bits is left as it was.
+// TESTBITS sets in mask k, for each lane of bits, bit 8·lane when that
+// bit is set in the block in Z0: VPERMQ fetches each lane's word (bit/64)
+// of the block, and VPSHUFBITQMB picks bit bit%64 of it (the low six bits
+// of the lane's first byte; the other bytes pick bits nobody reads).
+// ALLSET then asks whether they all are. bits is left as it was.
 #define TESTBITS(bits, k) \
-	VPSRLQ       $6, bits, Z4               \
-	VPERMQ       Z0, Z4, Z5                 \
-	VPANDQ.BCST  ·low6(SB), bits, Z6        \
-	VPSRLVQ      Z6, Z5, Z5                 \
-	VPTESTMQ.BCST ·one(SB), Z5, k
+	VPSRLQ       $6, bits, Z4 \
+	VPERMQ       Z0, Z4, Z5   \
+	VPSHUFBITQMB bits, Z5, k
+
+// ALLSET sets CF when TESTBITS found every lane's bit set in K1: K7 holds
+// bit 8·lane of every lane (LANEBITS), and CF = (K7 &^ K1) == 0.
+#define ALLSET KTESTQ K7, K1
+
+// LANEBITS loads ALLSET's constant into K7.
+#define LANEBITS KMOVQ ·laneBits(SB), K7
 
 // RESIDUE puts the residue in BX (zero-extended) in every lane of Z1 as
-// float64, for BITS. Unlike VCVTSI2SDQ, which merges into its
-// destination, it depends on nothing left by an earlier key.
+// the float64 2^52 + residue, by setting 2^52's exponent bits above it:
+// one scalar OR, where a conversion would be one more vector operation.
 #define RESIDUE \
-	VPBROADCASTQ BX, Z1 \
-	VCVTQQ2PD    Z1, Z1
+	ORQ          ·twoTo52(SB), BX \
+	VPBROADCASTQ BX, Z1
 
 // LOAD8 loads, for the loops over many hashes with k ≤ 8 (one half), the
-// constants that BITS and TESTBITS read from memory on every key: inverse,
-// size and offset of each lane in Z20-Z22, 63 and 1 broadcast in Z23-Z24.
+// constants that BITS reads from memory on every key: inverse, size and
+// offset of each lane in Z20-Z22, and 2^52 times the inverse in Z25.
 #define LOAD8 \
-	VMOVUPD      (INV)(CX), Z20    \
-	VMOVUPD      (SIZE)(CX), Z21   \
-	VMOVUPD      (OFFSET)(CX), Z22 \
-	VPBROADCASTQ ·low6(SB), Z23    \
-	VPBROADCASTQ ·one(SB), Z24
+	VMOVUPD (INV)(CX), Z20    \
+	VMOVUPD (SIZE)(CX), Z21   \
+	VMOVUPD (OFFSET)(CX), Z22 \
+	VMOVUPD (C52)(CX), Z25
 
 // TEST8 is RESIDUE, BITS and TESTBITS for the residue in BX, with LOAD8's
-// constants: bit positions in Z3, mask K1 of the lanes whose bit is set
-// in the block in Z0.
+// constants: bit positions in Z3, K1 as TESTBITS leaves it.
 #define TEST8 \
 	RESIDUE                        \
-	VMULPD       Z20, Z1, Z2       \
-	VRNDSCALEPD  $11, Z2, Z2       \
-	VADDPD       Z22, Z1, Z3       \
-	VFNMADD231PD Z21, Z2, Z3       \
-	VCVTTPD2QQ   Z3, Z3            \
-	VPSRLQ       $6, Z3, Z4        \
-	VPERMQ       Z0, Z4, Z5        \
-	VPANDQ       Z23, Z3, Z6       \
-	VPSRLVQ      Z6, Z5, Z5        \
-	VPTESTMQ     Z24, Z5, K1
+	VFMSUB132PD      Z20, Z25, Z1  \
+	VREDUCEPD        $11, Z1, Z1   \
+	VFMADD213PD      Z22, Z21, Z1  \
+	VCVTPD2QQ.RN_SAE Z1, Z3        \
+	VPSRLQ           $6, Z3, Z4    \
+	VPERMQ           Z0, Z4, Z5    \
+	VPSHUFBITQMB     Z3, Z5, K1
 
 // MASK builds in dst the key's 512-bit mask from its bit positions in Z3
 // (lanes 0-7) and Z13 (lanes 8-15): word w of the mask gathers the
@@ -90,6 +97,7 @@
 
 // func vecTest(b *block, x uint32, p *vecProbe) bool
 TEXT ·vecTest(SB), NOSPLIT|NOFRAME, $0-25
+	LANEBITS
 	MOVQ b+0(FP), AX
 	MOVL x+8(FP), BX
 	MOVQ p+16(FP), CX
@@ -104,10 +112,10 @@ TEXT ·vecTest(SB), NOSPLIT|NOFRAME, $0-25
 	JEQ  test_done
 	BITS(64, Z13)
 	TESTBITS(Z13, K2)
-	KANDB K2, K1, K1
+	KANDQ K2, K1, K1
 
 test_done:
-	KORTESTB K1, K1 // CF = all eight lanes set
+	ALLSET // CF = every lane's bit is set
 	SETCS ret+24(FP)
 	VZEROUPPER
 	RET
@@ -122,6 +130,7 @@ test_done:
 // Otherwise it builds the key's mask (MASK) and ORs it into the block
 // with one 64-byte read-modify-write.
 TEXT ·vecAdd(SB), NOSPLIT|NOFRAME, $0-25
+	LANEBITS
 	MOVQ b+0(FP), AX
 	MOVL x+8(FP), BX
 	MOVQ p+16(FP), CX
@@ -133,10 +142,10 @@ TEXT ·vecAdd(SB), NOSPLIT|NOFRAME, $0-25
 	JEQ  add_tested
 	BITS(64, Z13)
 	TESTBITS(Z13, K2)
-	KANDB K2, K1, K1
+	KANDQ K2, K1, K1
 
 add_tested:
-	KORTESTB K1, K1
+	ALLSET
 	SETCS    present+24(FP)
 	JCS      add_done // all set already
 	MASK(Z8, mask_round1)
@@ -159,6 +168,7 @@ add_done:
 // writes saw a bit missing and reports false, so at least one does unless
 // other keys had set all its bits (TestAndAdd's contract).
 TEXT ·vecAtomicAdd(SB), NOSPLIT, $64-25
+	LANEBITS
 	MOVQ b+0(FP), AX
 	MOVL x+8(FP), BX
 	MOVQ p+16(FP), CX
@@ -170,10 +180,10 @@ TEXT ·vecAtomicAdd(SB), NOSPLIT, $64-25
 	JEQ  atomic_tested
 	BITS(64, Z13)
 	TESTBITS(Z13, K2)
-	KANDB K2, K1, K1
+	KANDQ K2, K1, K1
 
 atomic_tested:
-	KORTESTB K1, K1
+	ALLSET
 	SETCS    present+24(FP)
 	JCS      atomic_done
 	MASK(Z8, mask_round2)
@@ -206,6 +216,7 @@ atomic_done:
 // calls' probe, with no call, no VZEROUPPER and no Go loop per key.
 // results is at least as long as hs.
 TEXT ·vecTestHashes(SB), NOSPLIT|NOFRAME, $0-72
+	LANEBITS
 	MOVQ blocks+0(FP), DI
 	MOVQ nblocks+8(FP), R12
 	MOVQ hs_base+16(FP), R8
@@ -226,7 +237,7 @@ test8_hashes_loop:
 	SHLQ $6, DX
 	VMOVDQU64 (DI)(DX*1), Z0
 	TEST8
-	KORTESTB K1, K1
+	ALLSET
 	SETCS    (R10)
 	ADDQ     $8, R8
 	INCQ     R10
@@ -248,10 +259,10 @@ test_hashes_loop:
 	JEQ  test_hashes_tested
 	BITS(64, Z13)
 	TESTBITS(Z13, K2)
-	KANDB K2, K1, K1
+	KANDQ K2, K1, K1
 
 test_hashes_tested:
-	KORTESTB K1, K1
+	ALLSET
 	SETCS    (R10)
 	ADDQ     $8, R8
 	INCQ     R10
@@ -266,6 +277,7 @@ test_hashes_done:
 //
 // vecAdd of every hash of hs, as vecTestHashes does vecTest.
 TEXT ·vecAddHashes(SB), NOSPLIT|NOFRAME, $0-48
+	LANEBITS
 	MOVQ blocks+0(FP), DI
 	MOVQ nblocks+8(FP), R12
 	MOVQ hs_base+16(FP), R8
@@ -286,7 +298,7 @@ add8_hashes_loop:
 	LEAQ (DI)(DX*1), R11
 	VMOVDQU64 (R11), Z0
 	TEST8
-	KORTESTB K1, K1
+	ALLSET
 	JCS      add8_hashes_next
 	MASK(Z8, mask_round3)
 	VPORQ     Z0, Z8, Z8
@@ -313,10 +325,10 @@ add_hashes_loop:
 	JEQ  add_hashes_tested
 	BITS(64, Z13)
 	TESTBITS(Z13, K2)
-	KANDB K2, K1, K1
+	KANDQ K2, K1, K1
 
 add_hashes_tested:
-	KORTESTB K1, K1
+	ALLSET
 	JCS      add_hashes_next // all set already
 	MASK(Z8, mask_round4)
 	VPORQ     Z0, Z8, Z8
@@ -336,6 +348,7 @@ add_hashes_done:
 // vecAdd of every packed entry of a private build (parallel.go): block
 // e>>32 of blocks, residue uint32(e).
 TEXT ·vecAddPacked(SB), NOSPLIT|NOFRAME, $0-40
+	LANEBITS
 	MOVQ blocks+0(FP), DI
 	MOVQ ps_base+8(FP), R8
 	MOVQ ps_len+16(FP), R9
@@ -357,10 +370,10 @@ add_packed_loop:
 	JEQ  add_packed_tested
 	BITS(64, Z13)
 	TESTBITS(Z13, K2)
-	KANDB K2, K1, K1
+	KANDQ K2, K1, K1
 
 add_packed_tested:
-	KORTESTB K1, K1
+	ALLSET
 	JCS      add_packed_next
 	MASK(Z8, mask_round5)
 	VPORQ     Z0, Z8, Z8
@@ -394,11 +407,16 @@ TEXT ·xgetbv(SB), NOSPLIT, $0-8
 	MOVL DX, d+4(FP)
 	RET
 
+// Bit 8·lane of each of the eight lanes: ALLSET's mask.
+DATA ·laneBits+0(SB)/8, $0x0101010101010101
+GLOBL ·laneBits(SB), RODATA|NOPTR, $8
+
+// The float64 2^52, whose mantissa holds a 32-bit integer exactly.
+DATA ·twoTo52+0(SB)/8, $0x4330000000000000
+GLOBL ·twoTo52(SB), RODATA|NOPTR, $8
+
 DATA ·one+0(SB)/8, $1
 GLOBL ·one(SB), RODATA|NOPTR, $8
-
-DATA ·low6+0(SB)/8, $63
-GLOBL ·low6(SB), RODATA|NOPTR, $8
 
 // Minus the first bit of each word: 0, -64, ..., -448.
 DATA ·wordStarts+0(SB)/8, $0
@@ -410,3 +428,278 @@ DATA ·wordStarts+40(SB)/8, $-320
 DATA ·wordStarts+48(SB)/8, $-384
 DATA ·wordStarts+56(SB)/8, $-448
 GLOBL ·wordStarts(SB), RODATA|NOPTR, $64
+
+// The single-key calls of Filter (Test, TestString, Add, AddString) hash
+// the key here too, in the same call as the probe: a Go hash, a Go frame
+// and a second call around the probe cost Test 20-30% at 10^6 and 3·10^7
+// keys (BenchmarkLimitsPaired), where the whole call is a few dozen
+// instructions beside the limit's. HASH is XXH3-64 with a seed, as
+// github.com/zeebo/xxh3's HashSeed computes it, for keys of up to 128
+// bytes (TestKeyHashMatchesXXH3, FuzzKeyHash); longer keys go to the Go
+// hash, where the hashing outweighs a call.
+
+// AVALANCHE is XXH3's final mix of h in AX; uses DX.
+#define AVALANCHE \
+	MOVQ  AX, DX                  \
+	SHRQ  $37, DX                 \
+	XORQ  DX, AX                  \
+	MOVQ  $0x165667919e3779f9, DX \
+	IMULQ DX, AX                  \
+	MOVQ  AX, DX                  \
+	SHRQ  $32, DX                 \
+	XORQ  DX, AX
+
+// AVALANCHE_SMALL is XXH64's final mix of h in AX, which XXH3 uses for
+// keys of 0 to 3 bytes; uses DX.
+#define AVALANCHE_SMALL \
+	MOVQ  AX, DX                  \
+	SHRQ  $33, DX                 \
+	XORQ  DX, AX                  \
+	MOVQ  $0xc2b2ae3d27d4eb4f, DX \
+	IMULQ DX, AX                  \
+	MOVQ  AX, DX                  \
+	SHRQ  $29, DX                 \
+	XORQ  DX, AX                  \
+	MOVQ  $0x165667b19e3779f9, DX \
+	IMULQ DX, AX                  \
+	MOVQ  AX, DX                  \
+	SHRQ  $32, DX                 \
+	XORQ  DX, AX
+
+// FOLD adds to R10 the folded 128-bit product of the key's words at a and
+// b, keyed by the secret's words ka and kb and the seed in R9; uses AX,
+// CX, DX.
+#define FOLD(a, b, ka, kb) \
+	MOVQ $ka, AX \
+	ADDQ R9, AX  \
+	XORQ a, AX   \
+	MOVQ $kb, CX \
+	SUBQ R9, CX  \
+	XORQ b, CX   \
+	MULQ CX      \
+	XORQ DX, AX  \
+	ADDQ AX, R10
+
+// HASH leaves in AX the hash of the R11 bytes at SI with the seed in R9,
+// or jumps to long when there are more than 128. Uses CX, DX, R10. The
+// constants are XXH3's default secret (with the seed folded in as XXH3
+// folds it) and primes.
+#define HASH(long) \
+	CMPQ R11, $16                                                    \
+	JA   hash_17                                                     \
+	CMPQ R11, $8                                                     \
+	JA   hash_9                                                      \
+	CMPQ R11, $3                                                     \
+	JA   hash_4                                                      \
+	TESTQ R11, R11                                                   \
+	JZ   hash_0                                                      \
+	/* 1 to 3 bytes: first, middle and last byte, and the length */ \
+	MOVBQZX (SI), AX                                                 \
+	MOVQ    R11, CX                                                  \
+	SHRQ    $1, CX                                                   \
+	MOVBQZX (SI)(CX*1), CX                                           \
+	MOVBQZX -1(SI)(R11*1), DX                                        \
+	SHLQ    $16, AX                                                  \
+	SHLQ    $24, CX                                                  \
+	ORQ     CX, AX                                                   \
+	ORQ     DX, AX                                                   \
+	MOVQ    R11, CX                                                  \
+	SHLQ    $8, CX                                                   \
+	ORQ     CX, AX                                                   \
+	MOVQ    $0x87275a9b, CX                                          \
+	ADDQ    R9, CX                                                   \
+	XORQ    CX, AX                                                   \
+	AVALANCHE_SMALL                                                  \
+	JMP     hashed                                                   \
+hash_0:                                                              \
+	MOVQ $0x8726f9105dc21ddc, AX                                     \
+	XORQ R9, AX                                                      \
+	AVALANCHE_SMALL                                                  \
+	JMP  hashed                                                      \
+hash_4:                                                              \
+	/* 4 to 8 bytes: the first and last four, and rrmxmx */         \
+	MOVL    R9, DX                                                   \
+	BSWAPL  DX                                                       \
+	SHLQ    $32, DX                                                  \
+	XORQ    R9, DX                                                   \
+	MOVQ    $0xc73ab174c5ecd5a2, CX                                  \
+	SUBQ    DX, CX                                                   \
+	MOVL    (SI), AX                                                 \
+	MOVL    -4(SI)(R11*1), DX                                        \
+	SHLQ    $32, AX                                                  \
+	ADDQ    DX, AX                                                   \
+	XORQ    CX, AX                                                   \
+	MOVQ    AX, CX                                                   \
+	ROLQ    $49, CX                                                  \
+	MOVQ    AX, DX                                                   \
+	ROLQ    $24, DX                                                  \
+	XORQ    CX, AX                                                   \
+	XORQ    DX, AX                                                   \
+	MOVQ    $0x9fb21c651e98df25, CX                                  \
+	IMULQ   CX, AX                                                   \
+	MOVQ    AX, DX                                                   \
+	SHRQ    $35, DX                                                  \
+	ADDQ    R11, DX                                                  \
+	XORQ    DX, AX                                                   \
+	IMULQ   CX, AX                                                   \
+	MOVQ    AX, DX                                                   \
+	SHRQ    $28, DX                                                  \
+	XORQ    DX, AX                                                   \
+	JMP     hashed                                                   \
+hash_9:                                                              \
+	/* 9 to 16 bytes: the first and last eight */                   \
+	MOVQ    $0x6782737bea4239b9, AX                                  \
+	ADDQ    R9, AX                                                   \
+	XORQ    (SI), AX                                                 \
+	MOVQ    $0xaf56bc3b0996523a, CX                                  \
+	SUBQ    R9, CX                                                   \
+	XORQ    -8(SI)(R11*1), CX                                        \
+	MOVQ    AX, R10                                                  \
+	BSWAPQ  R10                                                      \
+	ADDQ    CX, R10                                                  \
+	ADDQ    R11, R10                                                 \
+	MULQ    CX                                                       \
+	XORQ    DX, AX                                                   \
+	ADDQ    R10, AX                                                  \
+	AVALANCHE                                                        \
+	JMP     hashed                                                   \
+hash_17:                                                             \
+	/* 17 to 128 bytes: pairs of 16 from both ends, inwards */      \
+	CMPQ  R11, $128                                                  \
+	JA    long                                                       \
+	MOVQ  $0x9e3779b185ebca87, R10                                   \
+	IMULQ R11, R10                                                   \
+	CMPQ  R11, $32                                                   \
+	JLE   hash_pair1                                                 \
+	CMPQ  R11, $64                                                   \
+	JLE   hash_pair2                                                 \
+	CMPQ  R11, $96                                                   \
+	JLE   hash_pair3                                                 \
+	FOLD(48(SI), 56(SI), 0x3f349ce33f76faa8, 0x1d4f0bc7c7bbdcf9)     \
+	FOLD(-64(SI)(R11*1), -56(SI)(R11*1), 0x3159b4cd4be0518a, 0x647378d9c97e9fc8) \
+hash_pair3:                                                          \
+	FOLD(32(SI), 40(SI), 0xcb00c391bb52283c, 0xa32e531b8b65d088)     \
+	FOLD(-48(SI)(R11*1), -40(SI)(R11*1), 0x4ef90da297486471, 0xd8acdea946ef1938) \
+hash_pair2:                                                          \
+	FOLD(16(SI), 24(SI), 0x78e5c0cc4ee679cb, 0x2172ffcc7dd05a82)     \
+	FOLD(-32(SI)(R11*1), -24(SI)(R11*1), 0x8e2443f7744608b8, 0x4c263a81e69035e0) \
+hash_pair1:                                                          \
+	FOLD(0(SI), 8(SI), 0xbe4ba423396cfeb8, 0x1cad21f72c81017c)       \
+	FOLD(-16(SI)(R11*1), -8(SI)(R11*1), 0xdb979083e96dd4de, 0x1f67b3b7a4a44072) \
+	MOVQ R10, AX                                                     \
+	AVALANCHE                                                        \
+hashed:
+
+// KEY loads the arguments of keyTest and keyAdd and hashes the key: l in
+// DI, the hash in AX; it jumps to long when the key is longer than HASH
+// takes. Plain x86-64, so it runs on every amd64 CPU.
+#define KEY(long) \
+	MOVQ l+0(FP), DI          \
+	MOVQ p+8(FP), SI          \
+	MOVQ n+16(FP), R11        \
+	MOVQ layout_seed(DI), R9  \
+	HASH(long)
+
+// BLOCK puts in AX the block of the hash in AX, as layout.blockOf finds
+// it, and its residue in BX; CX is the vector probe.
+#define BLOCK \
+	MOVL AX, BX                  \
+	MULQ layout_nblocks(DI)      \
+	SHLQ $6, DX                  \
+	MOVQ layout_blocks(DI), AX   \
+	ADDQ DX, AX                  \
+	MOVQ layout_vec(DI), CX
+
+// func keyHash(p *byte, n int, seed uint64) (h uint64, ok bool)
+//
+// HASH alone, for the tests that hold it to XXH3.
+TEXT ·keyHash(SB), NOSPLIT|NOFRAME, $0-33
+	MOVQ p+0(FP), SI
+	MOVQ n+8(FP), R11
+	MOVQ seed+16(FP), R9
+	HASH(key_hash_long)
+	MOVQ AX, h+24(FP)
+	MOVB $1, ok+32(FP)
+	RET
+
+key_hash_long:
+	MOVQ $0, h+24(FP)
+	MOVB $0, ok+32(FP)
+	RET
+
+// func keyTest(l *layout, p *byte, n int) bool
+//
+// Filter.Test of the n bytes at p: HASH, then vecTest's probe. Where the
+// layout has no vector probe, testHash probes the hash; for a long key,
+// testKey does it all. Both take their arguments where keyTest has them,
+// so keyTest jumps to them and they return to its caller: no call level
+// more than Test had before it was assembly (and no AVX-512 instruction
+// runs on a CPU without it).
+TEXT ·keyTest(SB), NOSPLIT|NOFRAME, $0-25
+	KEY(key_test_long)
+	MOVQ layout_vec(DI), CX
+	TESTQ CX, CX
+	JZ   key_test_scalar
+	LANEBITS
+	BLOCK
+	VMOVDQU64 (AX), Z0
+	RESIDUE
+	BITS(0, Z3)
+	TESTBITS(Z3, K1)
+	CMPQ HALVES(CX), $1
+	JEQ  key_test_done
+	BITS(64, Z13)
+	TESTBITS(Z13, K2)
+	KANDQ K2, K1, K1
+
+key_test_done:
+	ALLSET
+	SETCS    ret+24(FP)
+	VZEROUPPER
+	RET
+
+key_test_scalar:
+	MOVQ AX, p+8(FP) // testHash(l, h, _)
+	JMP  ·testHash(SB)
+
+key_test_long:
+	JMP ·testKey(SB)
+
+// func keyAdd(l *layout, p *byte, n int)
+//
+// Filter.Add of the n bytes at p: HASH, then vecAdd's test and write;
+// addHash and addKey are its ways out, as keyTest's.
+TEXT ·keyAdd(SB), NOSPLIT|NOFRAME, $0-24
+	KEY(key_add_long)
+	MOVQ layout_vec(DI), CX
+	TESTQ CX, CX
+	JZ   key_add_scalar
+	LANEBITS
+	BLOCK
+	VMOVDQU64 (AX), Z0
+	RESIDUE
+	BITS(0, Z3)
+	TESTBITS(Z3, K1)
+	CMPQ HALVES(CX), $1
+	JEQ  key_add_tested
+	BITS(64, Z13)
+	TESTBITS(Z13, K2)
+	KANDQ K2, K1, K1
+
+key_add_tested:
+	ALLSET
+	JCS      key_add_done // all set already
+	MASK(Z8, key_mask_round)
+	VPORQ     Z0, Z8, Z8
+	VMOVDQU64 Z8, (AX)
+
+key_add_done:
+	VZEROUPPER
+	RET
+
+key_add_scalar:
+	MOVQ AX, p+8(FP) // addHash(l, h, _)
+	JMP  ·addHash(SB)
+
+key_add_long:
+	JMP ·addKey(SB)

@@ -14,6 +14,11 @@ const probeChoice = ""
 func newVecProbe([]partition) *vecProbe  { return nil }
 func makeVecProbe([]partition) *vecProbe { return nil }
 
+// keyTest and keyAdd are testKey and addKey: the vector code that hashes
+// and probes in one call is amd64's.
+func keyTest(l *layout, p *byte, n int) bool { return testKey(l, p, n) }
+func keyAdd(l *layout, p *byte, n int)       { addKey(l, p, n) }
+
 func vecTest(*block, uint32, *vecProbe) bool { panic("ohbloom: no vector probe") }
 func vecAdd(*block, uint32, *vecProbe) bool  { panic("ohbloom: no vector probe") }
 
