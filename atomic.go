@@ -2,6 +2,7 @@ package ohbloom
 
 import (
 	"sync/atomic"
+	"unsafe"
 
 	"github.com/zeebo/xxh3"
 )
@@ -49,25 +50,21 @@ func NewAtomicWithConfig(c Config) (*AtomicFilter, error) {
 // fence on amd64, which holds back every later load, so a read between two
 // of them would wait for the first. The vector probe issues one for each
 // of the block's words that lacks a bit, the generated probes one per
-// partition (see gen_probes.go). Like Filter.Add it spells out the probe
-// choice, to save a call level.
+// partition (see gen_probes.go). With the vector probe, one assembly call
+// hashes the key and adds it (keyAtomicAdd), as Filter.Add does.
 func (f *AtomicFilter) Add(key []byte) {
-	h := xxh3.HashSeed(key, f.seed)
-	if f.vec != nil {
-		vecAtomicAdd(f.blockOf(h), residue(h), f.vec)
+	if f.vec != nil && keyAtomicAdd(&f.layout, unsafe.SliceData(key), len(key)) {
 		return
 	}
-	f.addHash(h)
+	f.addHash(xxh3.HashSeed(key, f.seed))
 }
 
 // AddString inserts key, without converting it to a byte slice.
 func (f *AtomicFilter) AddString(key string) {
-	h := xxh3.HashStringSeed(key, f.seed)
-	if f.vec != nil {
-		vecAtomicAdd(f.blockOf(h), residue(h), f.vec)
+	if f.vec != nil && keyAtomicAdd(&f.layout, unsafe.StringData(key), len(key)) {
 		return
 	}
-	f.addHash(h)
+	f.addHash(xxh3.HashStringSeed(key, f.seed))
 }
 
 // Test reports whether key may be in the filter. Like Filter.Test it

@@ -78,6 +78,13 @@ func keyTest(l *layout, p *byte, n int) bool
 //go:noescape
 func keyAdd(l *layout, p *byte, n int)
 
+// keyAtomicAdd is AtomicFilter.Add of the n bytes at p, hash and probe in
+// one call, for a layout with the vector probe; it returns false, having
+// done nothing, for a key longer than 128 bytes.
+//
+//go:noescape
+func keyAtomicAdd(l *layout, p *byte, n int) (added bool)
+
 // testHash and addHash are keyTest's and keyAdd's generated probes, for
 // a layout with no vector probe: the assembly hashes the key, puts the hash
 // where the key's pointer was and jumps here. The unnamed third argument

@@ -703,3 +703,53 @@ key_add_scalar:
 
 key_add_long:
 	JMP ·addKey(SB)
+
+// func keyAtomicAdd(l *layout, p *byte, n int) (added bool)
+//
+// AtomicFilter.Add of the n bytes at p, for a layout with the vector
+// probe: HASH, then vecAtomicAdd's test and locked ORs. It returns false,
+// having done nothing, for a key longer than HASH takes.
+TEXT ·keyAtomicAdd(SB), NOSPLIT, $64-25
+	KEY(key_atomic_long)
+	LANEBITS
+	BLOCK
+	VMOVDQU64    (AX), Z0
+	RESIDUE
+	BITS(0, Z3)
+	TESTBITS(Z3, K1)
+	CMPQ HALVES(CX), $1
+	JEQ  key_atomic_tested
+	BITS(64, Z13)
+	TESTBITS(Z13, K2)
+	KANDQ K2, K1, K1
+
+key_atomic_tested:
+	ALLSET
+		JCS      key_atomic_done
+	MASK(Z8, key_mask_round2)
+	// DX = the words the mask touches, whether the block has their bits
+	// or not: a loop over the words that lack a bit would end on a branch
+	// that depends on the block, and when it mispredicts (its trip count
+	// varies from key to key) the CPU finds out only once the block has
+	// arrived and throws away the work on the next keys done meanwhile.
+	// The mask depends on x alone, so this loop's exit is known early.
+	VPTESTMQ  Z8, Z8, K3
+	KMOVB     K3, DX
+	VMOVDQU64 Z8, (SP)
+
+key_atomic_word:
+	BSFQ DX, R8
+	MOVQ (SP)(R8*8), R9
+	LOCK
+	ORQ  R9, (AX)(R8*8)
+	BLSRQ DX, DX
+	JNZ  key_atomic_word
+
+key_atomic_done:
+	VZEROUPPER
+	MOVB $1, added+24(FP)
+	RET
+
+key_atomic_long:
+	MOVB $0, added+24(FP)
+	RET

@@ -65,7 +65,8 @@ func FuzzKeyHash(f *testing.F) {
 }
 
 // TestSingleKeyCallsAgreeWithBatches checks Add, AddString, Test and
-// TestString, whose vector code hashes the key itself, against the
+// TestString, and AtomicFilter's Add and AddString, whose vector code
+// hashes the key itself, against the
 // batched calls, which hash in Go: keys of every length the vector code
 // takes and beyond, with the vector probe and without it (where the
 // assembly calls back into Go).
@@ -108,6 +109,17 @@ func TestSingleKeyCallsAgreeWithBatches(t *testing.T) {
 				batched.AddBatch(keys)
 				if !slices.Equal(batched.blocks, single.blocks) {
 					t.Fatal("Add and AddString set other bits than AddBatch")
+				}
+				atomicFilter := &AtomicFilter{newFilter().layout}
+				for i, key := range keys {
+					if i%2 == 0 {
+						atomicFilter.Add(key)
+					} else {
+						atomicFilter.AddString(string(key))
+					}
+				}
+				if !slices.Equal(batched.blocks, atomicFilter.blocks) {
+					t.Fatal("AtomicFilter.Add and AddString set other bits than AddBatch")
 				}
 				other := rand.New(rand.NewPCG(5, 6))
 				results := make([]bool, 1)
