@@ -50,21 +50,22 @@ func NewAtomicWithConfig(c Config) (*AtomicFilter, error) {
 // fence on amd64, which holds back every later load, so a read between two
 // of them would wait for the first. The vector probe issues one for each
 // of the block's words that lacks a bit, the generated probes one per
-// partition (see gen_probes.go). With the vector probe, one assembly call
-// hashes the key and adds it (keyAtomicAdd), as Filter.Add does.
+// partition (see gen_probes.go). Add is one call, inlined into its caller,
+// as Filter.Add is (keyAtomicAdd).
 func (f *AtomicFilter) Add(key []byte) {
-	if f.vec != nil && keyAtomicAdd(&f.layout, unsafe.SliceData(key), len(key)) {
-		return
-	}
-	f.addHash(xxh3.HashSeed(key, f.seed))
+	keyAtomicAdd(&f.layout, unsafe.SliceData(key), len(key))
 }
 
 // AddString inserts key, without converting it to a byte slice.
 func (f *AtomicFilter) AddString(key string) {
-	if f.vec != nil && keyAtomicAdd(&f.layout, unsafe.StringData(key), len(key)) {
-		return
-	}
-	f.addHash(xxh3.HashStringSeed(key, f.seed))
+	keyAtomicAdd(&f.layout, unsafe.StringData(key), len(key))
+}
+
+// atomicAddKey hashes the n bytes at p and adds them to l, as addKey does
+// for Filter.
+func atomicAddKey(l *layout, p *byte, n int) {
+	h := xxh3.HashSeed(unsafe.Slice(p, n), l.seed)
+	l.atomicAddBits(l.blockOf(h), residue(h))
 }
 
 // Test reports whether key may be in the filter. Like Filter.Test it

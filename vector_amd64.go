@@ -78,12 +78,14 @@ func keyTest(l *layout, p *byte, n int) bool
 //go:noescape
 func keyAdd(l *layout, p *byte, n int)
 
-// keyAtomicAdd is AtomicFilter.Add of the n bytes at p, hash and probe in
-// one call, for a layout with the vector probe; it returns false, having
-// done nothing, for a key longer than 128 bytes.
+// keyAtomicAdd is AtomicFilter.Add of the n bytes at p, as keyAdd is
+// Filter.Add; atomicAddHash and atomicAddKey add what it does not.
 //
 //go:noescape
-func keyAtomicAdd(l *layout, p *byte, n int) (added bool)
+func keyAtomicAdd(l *layout, p *byte, n int)
+
+// atomicAddHash is testHash for keyAtomicAdd.
+func atomicAddHash(l *layout, h uint64, _ int) { l.atomicAddBits(l.blockOf(h), residue(h)) }
 
 // testHash and addHash are keyTest's and keyAdd's generated probes, for
 // a layout with no vector probe: the assembly hashes the key, puts the hash

@@ -95,6 +95,29 @@
 	DECQ      DX                      \
 	JNZ       round
 
+// ATOMICOR ORs the key's mask in Z8 into the block at AX with one LOCK OR
+// for each word the mask touches, whether the block has its bits or not:
+// a loop over the words that lack a bit would end on a branch that
+// depends on the block, and when it mispredicts (its trip count varies
+// from key to key) the CPU finds out only once the block has arrived and
+// throws away the work on the next keys done meanwhile. The mask depends
+// on x alone, so this loop's exit is known early. The words come out of a
+// register, packed by VPCOMPRESSQ: every locked OR is a full fence, and a
+// load between two of them (from a copy of the mask on the stack) would
+// wait for the first. Uses DX, R8, R9, K3, Z9.
+#define ATOMICOR(word) \
+	VPTESTMQ    Z8, Z8, K3 \
+	KMOVB       K3, DX     \
+	VPCOMPRESSQ Z8, K3, Z9 \
+word:                      \
+	BSFQ    DX, R8         \
+	VMOVQ   X9, R9         \
+	LOCK                   \
+	ORQ     R9, (AX)(R8*8) \
+	VALIGNQ $1, Z9, Z9, Z9 \
+	BLSRQ   DX, DX         \
+	JNZ     word
+
 // func vecTest(b *block, x uint32, p *vecProbe) bool
 TEXT ·vecTest(SB), NOSPLIT|NOFRAME, $0-25
 	LANEBITS
@@ -167,7 +190,7 @@ add_done:
 // present is vecAdd's: of goroutines racing to add one new key, any that
 // writes saw a bit missing and reports false, so at least one does unless
 // other keys had set all its bits (TestAndAdd's contract).
-TEXT ·vecAtomicAdd(SB), NOSPLIT, $64-25
+TEXT ·vecAtomicAdd(SB), NOSPLIT|NOFRAME, $0-25
 	LANEBITS
 	MOVQ b+0(FP), AX
 	MOVL x+8(FP), BX
@@ -187,23 +210,7 @@ atomic_tested:
 	SETCS    present+24(FP)
 	JCS      atomic_done
 	MASK(Z8, mask_round2)
-	// DX = the words the mask touches, whether the block has their bits
-	// or not: a loop over the words that lack a bit would end on a branch
-	// that depends on the block, and when it mispredicts (its trip count
-	// varies from key to key) the CPU finds out only once the block has
-	// arrived and throws away the work on the next keys done meanwhile.
-	// The mask depends on x alone, so this loop's exit is known early.
-	VPTESTMQ  Z8, Z8, K3
-	KMOVB     K3, DX
-	VMOVDQU64 Z8, (SP)
-
-atomic_word:
-	BSFQ DX, R8
-	MOVQ (SP)(R8*8), R9
-	LOCK
-	ORQ  R9, (AX)(R8*8)
-	BLSRQ DX, DX
-	JNZ  atomic_word
+	ATOMICOR(atomic_word)
 
 atomic_done:
 	VZEROUPPER
@@ -704,16 +711,21 @@ key_add_scalar:
 key_add_long:
 	JMP ·addKey(SB)
 
-// func keyAtomicAdd(l *layout, p *byte, n int) (added bool)
+// func keyAtomicAdd(l *layout, p *byte, n int)
 //
-// AtomicFilter.Add of the n bytes at p, for a layout with the vector
-// probe: HASH, then vecAtomicAdd's test and locked ORs. It returns false,
-// having done nothing, for a key longer than HASH takes.
-TEXT ·keyAtomicAdd(SB), NOSPLIT, $64-25
+// AtomicFilter.Add of the n bytes at p: HASH, then vecAtomicAdd's test and
+// locked ORs. Its ways out are keyAdd's: atomicAddHash for a layout with
+// no vector probe, atomicAddKey for a long key. Every call level between
+// a loop and the locked ORs costs more here than in keyAdd: a frame's
+// loads on the way out wait for the fences.
+TEXT ·keyAtomicAdd(SB), NOSPLIT|NOFRAME, $0-24
 	KEY(key_atomic_long)
+	MOVQ layout_vec(DI), CX
+	TESTQ CX, CX
+	JZ   key_atomic_scalar
 	LANEBITS
 	BLOCK
-	VMOVDQU64    (AX), Z0
+	VMOVDQU64 (AX), Z0
 	RESIDUE
 	BITS(0, Z3)
 	TESTBITS(Z3, K1)
@@ -725,31 +737,17 @@ TEXT ·keyAtomicAdd(SB), NOSPLIT, $64-25
 
 key_atomic_tested:
 	ALLSET
-		JCS      key_atomic_done
+	JCS key_atomic_done
 	MASK(Z8, key_mask_round2)
-	// DX = the words the mask touches, whether the block has their bits
-	// or not: a loop over the words that lack a bit would end on a branch
-	// that depends on the block, and when it mispredicts (its trip count
-	// varies from key to key) the CPU finds out only once the block has
-	// arrived and throws away the work on the next keys done meanwhile.
-	// The mask depends on x alone, so this loop's exit is known early.
-	VPTESTMQ  Z8, Z8, K3
-	KMOVB     K3, DX
-	VMOVDQU64 Z8, (SP)
-
-key_atomic_word:
-	BSFQ DX, R8
-	MOVQ (SP)(R8*8), R9
-	LOCK
-	ORQ  R9, (AX)(R8*8)
-	BLSRQ DX, DX
-	JNZ  key_atomic_word
+	ATOMICOR(key_atomic_word)
 
 key_atomic_done:
 	VZEROUPPER
-	MOVB $1, added+24(FP)
 	RET
 
+key_atomic_scalar:
+	MOVQ AX, p+8(FP) // atomicAddHash(l, h, _)
+	JMP  ·atomicAddHash(SB)
+
 key_atomic_long:
-	MOVB $0, added+24(FP)
-	RET
+	JMP ·atomicAddKey(SB)

@@ -149,15 +149,16 @@ func TestSingleKeyCallsAgreeWithBatches(t *testing.T) {
 // it, with keys on those stacks: the assembly's frame must let the
 // runtime move it.
 func TestSingleKeyFallbackGrowsTheStack(t *testing.T) {
-	f := New(1000, 0.01)
-	f.vec = nil
+	f, a := New(1000, 0.01), NewAtomic(1000, 0.01)
+	f.vec, a.vec = nil, nil
 	var recurse func(depth int) bool
 	recurse = func(depth int) bool {
 		var key [20]byte
 		key[0] = byte(depth)
 		if depth == 0 {
 			f.Add(key[:])
-			return f.Test(key[:])
+			a.Add(key[:])
+			return f.Test(key[:]) && a.Test(key[:])
 		}
 		return recurse(depth-1) && key[0] == byte(depth)
 	}

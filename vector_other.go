@@ -19,7 +19,7 @@ func makeVecProbe([]partition) *vecProbe { return nil }
 func keyTest(l *layout, p *byte, n int) bool { return testKey(l, p, n) }
 func keyAdd(l *layout, p *byte, n int)       { addKey(l, p, n) }
 
-func keyAtomicAdd(*layout, *byte, int) bool { panic("ohbloom: no vector probe") }
+func keyAtomicAdd(l *layout, p *byte, n int) { atomicAddKey(l, p, n) }
 
 func vecTest(*block, uint32, *vecProbe) bool { panic("ohbloom: no vector probe") }
 func vecAdd(*block, uint32, *vecProbe) bool  { panic("ohbloom: no vector probe") }

@@ -397,3 +397,74 @@ func filterLines(b *testing.B, f *ohbloom.Filter) []line {
 	}
 	return lines
 }
+
+// BenchmarkAtomicAddPaired measures AtomicFilter.Add of new keys against
+// Filter.Add of new keys as BenchmarkLimitsPaired measures a call against
+// its limit: in turns of 4096 keys, each side timed on its own, which side
+// goes first alternating. Both add the same keys, new to them, to empty
+// filters of the same size, emptied together (untimed) once every key is
+// in. It reports both sides' ns per key and x-plain, the atomic side's
+// time over the plain side's. BenchmarkLimits measures the same adds a
+// second apart, each into its own array, and spreads far more.
+func BenchmarkAtomicAddPaired(b *testing.B) {
+	forLimitSizes(func(capacity, nkeys int) {
+		keys := NewKeys(nkeys, 1)
+		views := keys.Views(nil, 0, nkeys)
+		other := ohbloom.Config{Capacity: uint64(capacity), FPR: 0.01, Seed: ohbloom.DefaultSeed + 1}
+		plain, err := ohbloom.NewWithConfig(other)
+		if err != nil {
+			b.Fatal(err)
+		}
+		atomicFilter, err := ohbloom.NewAtomicWithConfig(other)
+		if err != nil {
+			b.Fatal(err)
+		}
+		plain.Reset() // fault the pages in before any timing
+		atomicFilter.Reset()
+		at := 0
+		for round := 1; round <= *limitRounds; round++ {
+			b.Run(fmt.Sprintf("n=%d/round=%d", capacity, round), func(b *testing.B) {
+				var inPlain, inAtomic time.Duration
+				for done, w := 0, 0; done < b.N; done += w {
+					if at == nkeys {
+						b.StopTimer()
+						plain.Reset()
+						atomicFilter.Reset()
+						at = 0
+						b.StartTimer()
+					}
+					w = min(limitWindowKeys, b.N-done, nkeys-at)
+					window := views[at : at+w]
+					addPlain := func() {
+						t0 := time.Now()
+						for _, k := range window {
+							plain.Add(k)
+						}
+						inPlain += time.Since(t0)
+					}
+					addAtomic := func() {
+						t0 := time.Now()
+						for _, k := range window {
+							atomicFilter.Add(k)
+						}
+						inAtomic += time.Since(t0)
+					}
+					if done/limitWindowKeys%2 == 0 {
+						addPlain()
+						addAtomic()
+					} else {
+						addAtomic()
+						addPlain()
+					}
+					at += w
+				}
+				b.ReportMetric(float64(inAtomic.Nanoseconds())/float64(b.N), "atomic-ns/key")
+				b.ReportMetric(float64(inPlain.Nanoseconds())/float64(b.N), "plain-ns/key")
+				b.ReportMetric(float64(inAtomic)/float64(inPlain), "x-plain")
+			})
+		}
+		if !atomicFilter.Test(views[0]) && at > 0 {
+			b.Fatal("AtomicFilter lost a key")
+		}
+	})
+}
