@@ -436,11 +436,11 @@ DATA ·wordStarts+48(SB)/8, $-384
 DATA ·wordStarts+56(SB)/8, $-448
 GLOBL ·wordStarts(SB), RODATA|NOPTR, $64
 
-// The single-key calls of Filter (Test, TestString, Add, AddString) hash
-// the key here too, in the same call as the probe: a Go hash, a Go frame
-// and a second call around the probe cost Test 20-30% at 10^6 and 3·10^7
-// keys (BenchmarkLimitsPaired), where the whole call is a few dozen
-// instructions beside the limit's. HASH is XXH3-64 with a seed, as
+// The single-key calls (Filter's Test, TestString, Add and AddString,
+// AtomicFilter's Add and AddString) hash the key here too, in the same
+// call as the probe: a Go hash, a Go frame and a second call around the
+// probe cost Test 20-30% at 10^6 and 3·10^7 keys (BenchmarkLimitsPaired),
+// where the whole call is a few dozen instructions beside the limit's. HASH is XXH3-64 with a seed, as
 // github.com/zeebo/xxh3's HashSeed computes it, for keys of up to 128
 // bytes (TestKeyHashMatchesXXH3, FuzzKeyHash); longer keys go to the Go
 // hash, where the hashing outweighs a call.
