@@ -145,11 +145,6 @@ func (f *AtomicFilter) TestAndAddString(key string) bool {
 	return f.testAndAddHash(xxh3.HashStringSeed(key, f.seed))
 }
 
-// addHash adds the key whose hash is h. The generated atomicAdd loads
-// first: a key already present writes nothing, so re-adding hot keys never
-// takes their cache line away from the other cores.
-func (f *AtomicFilter) addHash(h uint64) { f.atomicAddBits(f.blockOf(h), residue(h)) }
-
 // orMissing sets the bits m in *p with at most one atomic OR, and none when
 // they are all set already.
 func orMissing(p *uint64, m uint64) {

@@ -66,14 +66,14 @@ func vecAdd(b *block, x uint32, p *vecProbe) (present bool)
 func vecAtomicAdd(b *block, x uint32, p *vecProbe) (present bool)
 
 // keyTest is Filter.Test of the n bytes at p, hash and probe in one call
-// (vector_amd64.s); where l has no vector probe, or the key is longer than
-// 128 bytes, it returns testKey's answer.
+// (vector_amd64.s). Where l has no vector probe it hashes the key and
+// jumps to testHash; a key longer than 128 bytes goes to testKey.
 //
 //go:noescape
 func keyTest(l *layout, p *byte, n int) bool
 
-// keyAdd is Filter.Add of the n bytes at p, as keyTest is Test; addKey
-// adds what it does not.
+// keyAdd is Filter.Add of the n bytes at p, as keyTest is Test, with
+// addHash and addKey as its ways out.
 //
 //go:noescape
 func keyAdd(l *layout, p *byte, n int)
@@ -84,15 +84,15 @@ func keyAdd(l *layout, p *byte, n int)
 //go:noescape
 func keyAtomicAdd(l *layout, p *byte, n int)
 
-// atomicAddHash is testHash for keyAtomicAdd.
-func atomicAddHash(l *layout, h uint64, _ int) { l.atomicAddBits(l.blockOf(h), residue(h)) }
-
 // testHash and addHash are keyTest's and keyAdd's generated probes, for
 // a layout with no vector probe: the assembly hashes the key, puts the hash
 // where the key's pointer was and jumps here. The unnamed third argument
 // keeps testHash's result where keyTest's is.
 func testHash(l *layout, h uint64, _ int) bool { return l.test(l.blockOf(h), residue(h)) }
 func addHash(l *layout, h uint64, _ int)       { l.add(l.blockOf(h), residue(h)) }
+
+// atomicAddHash is addHash for keyAtomicAdd.
+func atomicAddHash(l *layout, h uint64, _ int) { l.atomicAddBits(l.blockOf(h), residue(h)) }
 
 // keyHash is the hash of keyTest and keyAdd alone: XXH3-64 with seed of
 // the n bytes at p, ok false for keys longer than 128 bytes.

@@ -14,8 +14,8 @@ const probeChoice = ""
 func newVecProbe([]partition) *vecProbe  { return nil }
 func makeVecProbe([]partition) *vecProbe { return nil }
 
-// keyTest and keyAdd are testKey and addKey: the vector code that hashes
-// and probes in one call is amd64's.
+// keyTest, keyAdd and keyAtomicAdd are testKey, addKey and atomicAddKey:
+// the vector code that hashes and probes in one call is amd64's.
 func keyTest(l *layout, p *byte, n int) bool { return testKey(l, p, n) }
 func keyAdd(l *layout, p *byte, n int)       { addKey(l, p, n) }
 
