@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math/big"
 	"net"
 	"strconv"
 	"strings"
@@ -24,7 +25,7 @@ func FuzzExec(f *testing.F) {
 		"BF.INSERT\x00k\x00CAPACITY\x0010\x00ERROR\x000.5\x00ITEMS\x00a\x00b", "BF.MEXISTS\x00keep\x001\x002",
 		"BF.INFO\x00keep\x00ITEMS", "BF.SCANDUMP\x00keep\x000", "BF.LOADCHUNK\x00n\x009\x00\x01\x00\x00\x00\x00\x00\x00\x00",
 		"CF.RESERVE\x00c\x0010\x00BUCKETSIZE\x004", "CF.INSERTNX\x00c\x00ITEMS\x00x", "CF.DEL\x00c\x00x", "CF.COUNT\x00c\x00x",
-		"SCAN\x000\x00MATCH\x00k*\x00COUNT\x003", "KEYS\x00[a-", "HELLO\x002\x00SETNAME\x00me", "AUTH\x00pw",
+		"SCAN\x000\x00MATCH\x00k*\x00COUNT\x003", "KEYS\x00[a-", "HELLO\x002\x00SETNAME\x00me", "HELLO\x003", "AUTH\x00pw",
 		"CLIENT\x00SETINFO\x00LIB-NAME\x00x", "CONFIG\x00GET\x00*", "INFO", "TYPE\x00keep", "DEL\x00keep",
 	} {
 		f.Add([]byte(seed))
@@ -68,25 +69,51 @@ func FuzzExec(f *testing.F) {
 	})
 }
 
-// readReply parses one RESP2 reply off b and returns what follows it.
+// readReply parses one RESP2 or RESP3 reply off b (HELLO 3 switches a
+// connection to RESP3) and returns what follows it.
 func readReply(b []byte) ([]byte, error) {
 	i := bytes.Index(b, []byte("\r\n"))
 	if i < 1 {
 		return nil, errors.New("no line")
 	}
 	line, rest := string(b[1:i]), b[i+2:]
+	// elements reads n replies off rest, for the aggregates.
+	elements := func(n int) ([]byte, error) {
+		var err error
+		for range n {
+			if rest, err = readReply(rest); err != nil {
+				return nil, err
+			}
+		}
+		return rest, nil
+	}
 	switch b[0] {
 	case '+', '-':
 		if strings.ContainsAny(line, "\r\n") {
 			return nil, errors.New("line break in a simple string")
 		}
 		return rest, nil
-	case ':':
-		_, err := strconv.ParseInt(line, 10, 64)
+	case ':', '(':
+		if _, ok := new(big.Int).SetString(line, 10); !ok {
+			return nil, fmt.Errorf("integer %q", line)
+		}
+		return rest, nil
+	case ',':
+		_, err := strconv.ParseFloat(line, 64)
 		return rest, err
-	case '$':
+	case '#':
+		if line != "t" && line != "f" {
+			return nil, fmt.Errorf("boolean %q", line)
+		}
+		return rest, nil
+	case '_':
+		if line != "" {
+			return nil, fmt.Errorf("null %q", line)
+		}
+		return rest, nil
+	case '$', '!', '=':
 		n, err := strconv.Atoi(line)
-		if err != nil || n < -1 {
+		if err != nil || n < -1 || n == -1 && b[0] != '$' {
 			return nil, fmt.Errorf("bulk length %q", line)
 		}
 		if n == -1 {
@@ -95,16 +122,23 @@ func readReply(b []byte) ([]byte, error) {
 		if len(rest) < n+2 || string(rest[n:n+2]) != "\r\n" {
 			return nil, errors.New("short bulk")
 		}
-		return rest[n+2:], nil
-	case '*':
-		n, err := strconv.Atoi(line)
-		if err != nil || n < -1 {
-			return nil, fmt.Errorf("array length %q", line)
+		if b[0] == '=' && (n < 4 || rest[3] != ':') {
+			return nil, errors.New("verbatim string without its format")
 		}
-		for range n {
-			if rest, err = readReply(rest); err != nil {
-				return nil, err
-			}
+		return rest[n+2:], nil
+	case '*', '~', '>', '%', '|':
+		n, err := strconv.Atoi(line)
+		if err != nil || n < -1 || n == -1 && b[0] != '*' {
+			return nil, fmt.Errorf("aggregate length %q", line)
+		}
+		if b[0] == '%' || b[0] == '|' {
+			n *= 2 // key and value
+		}
+		if rest, err = elements(n); err != nil {
+			return nil, err
+		}
+		if b[0] == '|' { // attributes come before the reply they describe
+			return readReply(rest)
 		}
 		return rest, nil
 	}
