@@ -101,13 +101,21 @@ func loadUntil(t *testing.T, cmd *exec.Cmd, addr string, round int, stop func(ac
 			close(killed)
 		})
 	}
-	var wg sync.WaitGroup
-	for c := range conns {
+	// Every connection is open before any load starts: a connection's
+	// acknowledgements can end the round and kill the server while a later
+	// one would still be dialling, which then finds nobody listening (seen
+	// under CI's CPU hogs).
+	var open []net.Conn
+	for range conns {
 		conn, err := net.Dial("tcp", addr)
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer conn.Close()
+		open = append(open, conn)
+	}
+	var wg sync.WaitGroup
+	for c, conn := range open {
 		sent := make(chan ack, inFlight) // in flight, in order
 		wg.Add(2)
 		go func() { // writer
