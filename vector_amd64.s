@@ -51,6 +51,23 @@
 	ORQ          ·twoTo52(SB), BX \
 	VPBROADCASTQ BX, Z1
 
+// PROBE tests the residue in BX against the block in Z0, the vector probe
+// in CX: RESIDUE, BITS and TESTBITS for lanes 0-7, and for lanes 8-15 when
+// the probe has them, then ALLSET, which leaves CF set when every bit of
+// the key is. tested is a label of the caller's, for the skip past the
+// second half.
+#define PROBE(tested) \
+	RESIDUE                 \
+	BITS(0, Z3)             \
+	TESTBITS(Z3, K1)        \
+	CMPQ HALVES(CX), $1     \
+	JEQ  tested             \
+	BITS(64, Z13)           \
+	TESTBITS(Z13, K2)       \
+	KANDQ K2, K1, K1        \
+tested:                     \
+	ALLSET
+
 // LOAD8 loads, for the loops over many hashes with k ≤ 8 (one half), the
 // constants that BITS reads from memory on every key: inverse, size and
 // offset of each lane in Z20-Z22, and 2^52 times the inverse in Z25.
@@ -128,17 +145,7 @@ TEXT ·vecTest(SB), NOSPLIT|NOFRAME, $0-25
 	// should start before the arithmetic rather than wait for the word
 	// numbers.
 	VMOVDQU64    (AX), Z0
-	RESIDUE
-	BITS(0, Z3)
-	TESTBITS(Z3, K1)
-	CMPQ HALVES(CX), $1
-	JEQ  test_done
-	BITS(64, Z13)
-	TESTBITS(Z13, K2)
-	KANDQ K2, K1, K1
-
-test_done:
-	ALLSET // CF = every lane's bit is set
+	PROBE(test_done)
 	SETCS ret+24(FP)
 	VZEROUPPER
 	RET
@@ -158,17 +165,7 @@ TEXT ·vecAdd(SB), NOSPLIT|NOFRAME, $0-25
 	MOVL x+8(FP), BX
 	MOVQ p+16(FP), CX
 	VMOVDQU64    (AX), Z0 // the miss first, as in vecTest
-	RESIDUE
-	BITS(0, Z3)
-	TESTBITS(Z3, K1)
-	CMPQ HALVES(CX), $1
-	JEQ  add_tested
-	BITS(64, Z13)
-	TESTBITS(Z13, K2)
-	KANDQ K2, K1, K1
-
-add_tested:
-	ALLSET
+	PROBE(add_tested)
 	SETCS    present+24(FP)
 	JCS      add_done // all set already
 	MASK(Z8, mask_round1)
@@ -196,17 +193,7 @@ TEXT ·vecAtomicAdd(SB), NOSPLIT|NOFRAME, $0-25
 	MOVL x+8(FP), BX
 	MOVQ p+16(FP), CX
 	VMOVDQU64    (AX), Z0
-	RESIDUE
-	BITS(0, Z3)
-	TESTBITS(Z3, K1)
-	CMPQ HALVES(CX), $1
-	JEQ  atomic_tested
-	BITS(64, Z13)
-	TESTBITS(Z13, K2)
-	KANDQ K2, K1, K1
-
-atomic_tested:
-	ALLSET
+	PROBE(atomic_tested)
 	SETCS    present+24(FP)
 	JCS      atomic_done
 	MASK(Z8, mask_round2)
@@ -259,17 +246,7 @@ test_hashes_loop:
 	MULQ R12    // DX = the block
 	SHLQ $6, DX
 	VMOVDQU64    (DI)(DX*1), Z0
-	RESIDUE
-	BITS(0, Z3)
-	TESTBITS(Z3, K1)
-	CMPQ HALVES(CX), $1
-	JEQ  test_hashes_tested
-	BITS(64, Z13)
-	TESTBITS(Z13, K2)
-	KANDQ K2, K1, K1
-
-test_hashes_tested:
-	ALLSET
+	PROBE(test_hashes_tested)
 	SETCS    (R10)
 	ADDQ     $8, R8
 	INCQ     R10
@@ -325,17 +302,7 @@ add_hashes_loop:
 	SHLQ $6, DX
 	LEAQ (DI)(DX*1), R11 // the block; MASK takes DX
 	VMOVDQU64    (R11), Z0
-	RESIDUE
-	BITS(0, Z3)
-	TESTBITS(Z3, K1)
-	CMPQ HALVES(CX), $1
-	JEQ  add_hashes_tested
-	BITS(64, Z13)
-	TESTBITS(Z13, K2)
-	KANDQ K2, K1, K1
-
-add_hashes_tested:
-	ALLSET
+	PROBE(add_hashes_tested)
 	JCS      add_hashes_next // all set already
 	MASK(Z8, mask_round4)
 	VPORQ     Z0, Z8, Z8
@@ -370,17 +337,7 @@ add_packed_loop:
 	SHLQ $6, AX
 	LEAQ (DI)(AX*1), R11
 	VMOVDQU64    (R11), Z0
-	RESIDUE
-	BITS(0, Z3)
-	TESTBITS(Z3, K1)
-	CMPQ HALVES(CX), $1
-	JEQ  add_packed_tested
-	BITS(64, Z13)
-	TESTBITS(Z13, K2)
-	KANDQ K2, K1, K1
-
-add_packed_tested:
-	ALLSET
+	PROBE(add_packed_tested)
 	JCS      add_packed_next
 	MASK(Z8, mask_round5)
 	VPORQ     Z0, Z8, Z8
@@ -617,6 +574,18 @@ hashed:
 	ADDQ DX, AX                  \
 	MOVQ layout_vec(DI), CX
 
+// KEYBLOCK is KEY, then BLOCK when the layout has the vector probe: the
+// block's address in AX, the residue in BX, the probe in CX and LANEBITS
+// loaded. Without it, it jumps to scalar with the hash in AX; for a long
+// key, to long.
+#define KEYBLOCK(long, scalar) \
+	KEY(long)               \
+	MOVQ layout_vec(DI), CX \
+	TESTQ CX, CX            \
+	JZ   scalar             \
+	LANEBITS                \
+	BLOCK
+
 // func keyHash(p *byte, n int, seed uint64) (h uint64, ok bool)
 //
 // HASH alone, for the tests that hold it to XXH3.
@@ -643,24 +612,9 @@ key_hash_long:
 // more than Test had before it was assembly (and no AVX-512 instruction
 // runs on a CPU without it).
 TEXT ·keyTest(SB), NOSPLIT|NOFRAME, $0-25
-	KEY(key_test_long)
-	MOVQ layout_vec(DI), CX
-	TESTQ CX, CX
-	JZ   key_test_scalar
-	LANEBITS
-	BLOCK
+	KEYBLOCK(key_test_long, key_test_scalar)
 	VMOVDQU64 (AX), Z0
-	RESIDUE
-	BITS(0, Z3)
-	TESTBITS(Z3, K1)
-	CMPQ HALVES(CX), $1
-	JEQ  key_test_done
-	BITS(64, Z13)
-	TESTBITS(Z13, K2)
-	KANDQ K2, K1, K1
-
-key_test_done:
-	ALLSET
+	PROBE(key_test_done)
 	SETCS    ret+24(FP)
 	VZEROUPPER
 	RET
@@ -677,24 +631,9 @@ key_test_long:
 // Filter.Add of the n bytes at p: HASH, then vecAdd's test and write;
 // addHash and addKey are its ways out, as keyTest's.
 TEXT ·keyAdd(SB), NOSPLIT|NOFRAME, $0-24
-	KEY(key_add_long)
-	MOVQ layout_vec(DI), CX
-	TESTQ CX, CX
-	JZ   key_add_scalar
-	LANEBITS
-	BLOCK
+	KEYBLOCK(key_add_long, key_add_scalar)
 	VMOVDQU64 (AX), Z0
-	RESIDUE
-	BITS(0, Z3)
-	TESTBITS(Z3, K1)
-	CMPQ HALVES(CX), $1
-	JEQ  key_add_tested
-	BITS(64, Z13)
-	TESTBITS(Z13, K2)
-	KANDQ K2, K1, K1
-
-key_add_tested:
-	ALLSET
+	PROBE(key_add_tested)
 	JCS      key_add_done // all set already
 	MASK(Z8, key_mask_round)
 	VPORQ     Z0, Z8, Z8
@@ -719,24 +658,9 @@ key_add_long:
 // a loop and the locked ORs costs more here than in keyAdd: a frame's
 // loads on the way out wait for the fences.
 TEXT ·keyAtomicAdd(SB), NOSPLIT|NOFRAME, $0-24
-	KEY(key_atomic_long)
-	MOVQ layout_vec(DI), CX
-	TESTQ CX, CX
-	JZ   key_atomic_scalar
-	LANEBITS
-	BLOCK
+	KEYBLOCK(key_atomic_long, key_atomic_scalar)
 	VMOVDQU64 (AX), Z0
-	RESIDUE
-	BITS(0, Z3)
-	TESTBITS(Z3, K1)
-	CMPQ HALVES(CX), $1
-	JEQ  key_atomic_tested
-	BITS(64, Z13)
-	TESTBITS(Z13, K2)
-	KANDQ K2, K1, K1
-
-key_atomic_tested:
-	ALLSET
+	PROBE(key_atomic_tested)
 	JCS key_atomic_done
 	MASK(Z8, key_mask_round2)
 	ATOMICOR(key_atomic_word)
