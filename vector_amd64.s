@@ -565,14 +565,13 @@ hashed:
 	HASH(long)
 
 // BLOCK puts in AX the block of the hash in AX, as layout.blockOf finds
-// it, and its residue in BX; CX is the vector probe.
+// it, and its residue in BX; uses DX.
 #define BLOCK \
 	MOVL AX, BX                  \
 	MULQ layout_nblocks(DI)      \
 	SHLQ $6, DX                  \
 	MOVQ layout_blocks(DI), AX   \
-	ADDQ DX, AX                  \
-	MOVQ layout_vec(DI), CX
+	ADDQ DX, AX
 
 // KEYBLOCK is KEY, then BLOCK when the layout has the vector probe: the
 // block's address in AX, the residue in BX, the probe in CX and LANEBITS
