@@ -3,7 +3,6 @@
 package ohbloom
 
 import (
-	"math"
 	"os"
 	"slices"
 	"sync/atomic"
@@ -11,18 +10,18 @@ import (
 )
 
 // The vector probe computes all k bit positions of a key at once in the
-// eight float64 lanes of an AVX-512 register, where the generated probes
-// spend a dozen scalar instructions on each partition. With inv the
-// float64 just above 1/size (see gen_probes.go), x·inv for x < 2^32 lies
-// at or above x/size by less than 2^-19/size, and rounding it to float64
-// moves it by at most 2^-21. Its fraction f, times size, is then within
-// 2^-12 of the integer x mod size, never below 0 and never past size-1,
-// so rounding f·size to the nearest integer gives the residue exactly:
-// four vector operations for eight lanes (BITS in vector_amd64.s). The
-// block's words are picked by the lanes' word numbers with one permute,
-// and the bits in them with one VPSHUFBITQMB. TestVectorMatchesProbes
-// holds it to the generated probes bit for bit, at the residues where a
-// quotient changes.
+// eight qword lanes of an AVX-512 register, where the generated probes
+// spend a dozen scalar instructions on each partition. It uses Lemire's
+// direct remainder (Lemire, Kaser and Kurz, "Faster Remainder by Direct
+// Computation", 2019): with magic = ceil(2^52/size), the fraction
+// f = magic·x mod 2^52 of x/size gives x mod size = f·size >> 52 exactly
+// for every x < 2^32 and size ≤ 2^20, since 52 ≥ 32 + log2(size). AVX-512
+// IFMA's 52-bit multiply-adds compute both products, the second added to
+// the partition's offset: two vector operations for eight lanes (BITS in
+// vector_amd64.s). The block's words are picked by the lanes' word
+// numbers with one permute, and the bits in them with one VPSHUFBITQMB.
+// TestVectorMatchesProbes holds it to the generated probes bit for bit,
+// at the residues where a quotient changes.
 //
 // It runs on 512-bit registers only where AVX-512 costs no clock speed:
 // AMD since Zen 4 and Intel since Ice Lake. On Skylake-SP and Cascade Lake
@@ -33,11 +32,10 @@ import (
 // partition i. Lanes past k repeat partition 0: they test and set the same
 // bit again, so no lane mask is needed.
 type vecProbe struct {
-	inv    [16]float64 // float64 just above 1/size
-	size   [16]float64
-	offset [16]float64
-	c52    [16]float64 // 2^52 · inv, exactly (a power of two)
-	halves uint64      // 1 for k ≤ 8, else 2
+	magic  [16]uint64 // ceil(2^52 / size)
+	size   [16]uint64
+	offset [16]uint64
+	halves uint64 // 1 for k ≤ 8, else 2
 
 	// For vecAdd: candidates[j][w] is the j-th partition (lane) whose bits
 	// reach into word w of the block, for j < rounds; a word reached by
@@ -167,11 +165,16 @@ func detectVector() bool {
 		return false
 	}
 	_, b7, c7, _ := cpuid(7, 0)
-	const f, dq = 1 << 16, 1 << 17
-	if b7&(f|dq) != f|dq {
+	// F; DQ for KMOVB; BW for the 64-bit mask instructions (KMOVQ,
+	// KTESTQ, KANDQ) that hold VPSHUFBITQMB's results.
+	const f, dq, bw = 1 << 16, 1 << 17, 1 << 30
+	if b7&(f|dq|bw) != f|dq|bw {
 		return false
 	}
 	if c7&(1<<12) == 0 { // AVX512_BITALG, for VPSHUFBITQMB
+		return false
+	}
+	if b7&(1<<21) == 0 { // AVX512_IFMA, for BITS's VPMADD52LUQ and VPMADD52HUQ
 		return false
 	}
 	if intel {
@@ -211,15 +214,14 @@ func makeVecProbe(parts []partition) *vecProbe {
 	if len(parts) > 8 {
 		p.halves = 2
 	}
-	for i := range p.inv {
+	for i := range p.magic {
 		q := parts[0]
 		if i < len(parts) {
 			q = parts[i]
 		}
-		p.inv[i] = math.Nextafter(1/float64(q.size), 1)
-		p.size[i] = float64(q.size)
-		p.offset[i] = float64(q.offset)
-		p.c52[i] = p.inv[i] * (1 << 52)
+		p.magic[i] = (1<<52 + uint64(q.size) - 1) / uint64(q.size)
+		p.size[i] = uint64(q.size)
+		p.offset[i] = uint64(q.offset)
 	}
 	var reach [blockWords][]uint64
 	for i, q := range parts {

@@ -4,28 +4,26 @@
 #include "go_asm.h"
 
 // vecProbe's field offsets, from the go_asm.h the compiler writes.
-#define INV vecProbe_inv
+#define MAGIC vecProbe_magic
 #define SIZE vecProbe_size
 #define OFFSET vecProbe_offset
-#define C52 vecProbe_c52
 #define HALVES vecProbe_halves
 #define ROUNDS vecProbe_rounds
 #define CANDIDATES vecProbe_candidates
 
-// BITS computes, in the eight qword lanes of dst, the bit positions of x
-// (in Z1 as the float64 2^52 + x, see RESIDUE) for the lanes of the
-// vecProbe at CX+half: offset + frac(x*inv)*size, rounded to the nearest
-// integer, which is offset + x mod size (see vector_amd64.go). The fused
-// multiply-subtract (2^52+x)*inv - 2^52*inv gives x*inv rounded once, as a
-// multiply would from x as float64, without converting x; VREDUCEPD
-// leaves its fraction. Z1 is left as it was; uses Z2.
+// BITS computes, in the eight qword lanes of dst, the bit positions of the
+// residue x in every lane of Z1 for the lanes of the vecProbe at CX+half:
+// offset + x mod size, by Lemire's direct remainder with 52-bit fractions
+// (see vector_amd64.go). VPMADD52LUQ leaves magic·x mod 2^52, the fraction
+// of x/size, and VPMADD52HUQ adds its product with size, shifted down 52
+// bits, to the offset: two integer multiply-adds, where a conversion to
+// float64 and back would be four operations in a longer chain. Z1 is left
+// as it was; uses Z2.
 #define BITS(half, dst) \
-	VMOVUPD          (INV+half)(CX), Z2          \
-	VFMSUB213PD      (C52+half)(CX), Z1, Z2      \
-	VREDUCEPD        $11, Z2, Z2                 \
-	VMOVUPD          (SIZE+half)(CX), dst        \
-	VFMADD213PD      (OFFSET+half)(CX), dst, Z2  \
-	VCVTPD2QQ.RN_SAE Z2, dst
+	VPXORQ      Z2, Z2, Z2               \
+	VPMADD52LUQ (MAGIC+half)(CX), Z1, Z2 \
+	VMOVDQU64   (OFFSET+half)(CX), dst   \
+	VPMADD52HUQ (SIZE+half)(CX), Z2, dst
 
 // TESTBITS sets in mask k, for each lane of bits, bit 8·lane when that
 // bit is set in the block in Z0: VPERMQ fetches each lane's word (bit/64)
@@ -44,12 +42,8 @@
 // LANEBITS loads ALLSET's constant into K7.
 #define LANEBITS KMOVQ ·laneBits(SB), K7
 
-// RESIDUE puts the residue in BX (zero-extended) in every lane of Z1 as
-// the float64 2^52 + residue, by setting 2^52's exponent bits above it:
-// one scalar OR, where a conversion would be one more vector operation.
-#define RESIDUE \
-	ORQ          ·twoTo52(SB), BX \
-	VPBROADCASTQ BX, Z1
+// RESIDUE puts the residue in BX, zero-extended, in every lane of Z1.
+#define RESIDUE VPBROADCASTQ BX, Z1
 
 // PROBE tests the residue in BX against the block in Z0, the vector probe
 // in CX: RESIDUE, BITS and TESTBITS for lanes 0-7, and for lanes 8-15 when
@@ -69,25 +63,24 @@ tested:                     \
 	ALLSET
 
 // LOAD8 loads, for the loops over many hashes with k ≤ 8 (one half), the
-// constants that BITS reads from memory on every key: inverse, size and
-// offset of each lane in Z20-Z22, and 2^52 times the inverse in Z25.
+// constants that BITS reads from memory on every key: magic, size and
+// offset of each lane in Z20-Z22.
 #define LOAD8 \
-	VMOVUPD (INV)(CX), Z20    \
-	VMOVUPD (SIZE)(CX), Z21   \
-	VMOVUPD (OFFSET)(CX), Z22 \
-	VMOVUPD (C52)(CX), Z25
+	VMOVDQU64 (MAGIC)(CX), Z20  \
+	VMOVDQU64 (SIZE)(CX), Z21   \
+	VMOVDQU64 (OFFSET)(CX), Z22
 
 // TEST8 is RESIDUE, BITS and TESTBITS for the residue in BX, with LOAD8's
 // constants: bit positions in Z3, K1 as TESTBITS leaves it.
 #define TEST8 \
-	RESIDUE                        \
-	VFMSUB132PD      Z20, Z25, Z1  \
-	VREDUCEPD        $11, Z1, Z1   \
-	VFMADD213PD      Z22, Z21, Z1  \
-	VCVTPD2QQ.RN_SAE Z1, Z3        \
-	VPSRLQ           $6, Z3, Z4    \
-	VPERMQ           Z0, Z4, Z5    \
-	VPSHUFBITQMB     Z3, Z5, K1
+	RESIDUE                     \
+	VPXORQ       Z2, Z2, Z2     \
+	VPMADD52LUQ  Z20, Z1, Z2    \
+	VMOVDQA64    Z22, Z3        \
+	VPMADD52HUQ  Z21, Z2, Z3    \
+	VPSRLQ       $6, Z3, Z4     \
+	VPERMQ       Z0, Z4, Z5     \
+	VPSHUFBITQMB Z3, Z5, K1
 
 // MASK builds in dst the key's 512-bit mask from its bit positions in Z3
 // (lanes 0-7) and Z13 (lanes 8-15): word w of the mask gathers the
@@ -374,10 +367,6 @@ TEXT ·xgetbv(SB), NOSPLIT, $0-8
 // Bit 8·lane of each of the eight lanes: ALLSET's mask.
 DATA ·laneBits+0(SB)/8, $0x0101010101010101
 GLOBL ·laneBits(SB), RODATA|NOPTR, $8
-
-// The float64 2^52, whose mantissa holds a 32-bit integer exactly.
-DATA ·twoTo52+0(SB)/8, $0x4330000000000000
-GLOBL ·twoTo52(SB), RODATA|NOPTR, $8
 
 DATA ·one+0(SB)/8, $1
 GLOBL ·one(SB), RODATA|NOPTR, $8

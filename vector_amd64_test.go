@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"fmt"
 	"math"
+	"math/bits"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -13,6 +14,43 @@ import (
 
 	"github.com/zeebo/xxh3"
 )
+
+// TestDirectRemainderExact holds the vector probe's constants to x % size:
+// it computes in Go what BITS's two 52-bit multiply-adds compute, for
+// every partition of every k, at the residues where a quotient changes
+// and at random. It needs no AVX-512: TestVectorMatchesProbes holds the
+// instructions to the generated probes where they run.
+func TestDirectRemainderExact(t *testing.T) {
+	const low52 = 1<<52 - 1
+	r := rand.New(rand.NewPCG(9, 10))
+	for k := minK; k <= maxK; k++ {
+		all := partitionsFor(k)
+		parts := all[:k]
+		p := makeVecProbe(parts)
+		var sizes []uint32
+		for _, q := range parts {
+			sizes = append(sizes, q.size)
+		}
+		xs := residueEdges(sizes, r)
+		for range 20000 {
+			xs = append(xs, r.Uint32())
+		}
+		for lane := range p.magic {
+			q := parts[0] // lanes past k repeat partition 0
+			if lane < k {
+				q = parts[lane]
+			}
+			for _, x := range xs {
+				frac := p.magic[lane] * uint64(x) & low52 // VPMADD52LUQ
+				hi, lo := bits.Mul64(frac, p.size[lane])  // VPMADD52HUQ: bits 52-103
+				got := p.offset[lane] + (hi<<12 | lo>>52)
+				if want := uint64(q.offset + x%q.size); got != want {
+					t.Fatalf("k=%d lane %d (size %d), x %d: bit %d, want %d", k, lane, q.size, x, got, want)
+				}
+			}
+		}
+	}
+}
 
 // TestKeyHashMatchesXXH3 holds the vector code's hash to zeebo/xxh3's
 // HashSeed at every length it takes, each of its branches' edges, and
