@@ -198,8 +198,8 @@ func decodeHeader(b []byte) (header, error) {
 }
 
 func (h header) layout() layout {
-	l := layout{seed: h.seed, capacity: h.capacity, targetFPR: h.targetFPR}
-	l.setGeometry(h.nblocks, h.k)
+	l := layout{capacity: h.capacity, targetFPR: h.targetFPR}
+	l.setGeometry(h.seed, h.nblocks, h.k)
 	return l
 }
 

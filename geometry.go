@@ -70,6 +70,11 @@ type layout struct {
 	// probes.
 	vec *vecProbe
 
+	// secret is XXH3's secret with the seed folded in, for the assembly
+	// hash of keyTest and keyAdd (vector_amd64.go). setGeometry sets it
+	// with the seed, so that the two never disagree.
+	secret hashSecret
+
 	// What the filter was sized for; kept for Capacity, TargetFPR and the
 	// file header, never used by a probe.
 	capacity  uint64

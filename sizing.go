@@ -96,8 +96,8 @@ func (c Config) planLayout() (layout, error) {
 	if err != nil {
 		return l, err
 	}
-	l.seed, l.capacity, l.targetFPR = seed, c.Capacity, c.FPR
-	l.setGeometry(nblocks, k)
+	l.capacity, l.targetFPR = c.Capacity, c.FPR
+	l.setGeometry(seed, nblocks, k)
 	return l, nil
 }
 
@@ -147,7 +147,11 @@ func (c Config) unboundedGeometry(table *partitionTable) (nblocks uint64, k int,
 	return nblocks, k, seed, err
 }
 
-func (l *layout) setGeometry(nblocks uint64, k int) {
+// setGeometry sets the seed, the block count and k, and everything made
+// from them.
+func (l *layout) setGeometry(seed, nblocks uint64, k int) {
+	l.seed = seed
+	l.secret.fold(seed)
 	l.nblocks, l.k, l.parts = nblocks, k, partitionsFor(k)
 	l.test, l.atomicTest, l.add, l.atomicAdd, l.mask = testFuncs[k], atomicTestFuncs[k], addFuncs[k], atomicAddFuncs[k], maskFuncs[k]
 	l.vec = newVecProbe(l.parts[:k])

@@ -92,11 +92,38 @@ func addHash(l *layout, h uint64, _ int)       { l.add(l.blockOf(h), residue(h))
 // atomicAddHash is addHash for keyAtomicAdd.
 func atomicAddHash(l *layout, h uint64, _ int) { l.atomicAddBits(l.blockOf(h), residue(h)) }
 
-// keyHash is the hash of keyTest and keyAdd alone: XXH3-64 with seed of
-// the n bytes at p, ok false for keys longer than 128 bytes.
+// keyHash is the hash of keyTest and keyAdd alone: XXH3-64 with l's seed
+// of the n bytes at p, ok false for keys longer than 128 bytes.
 //
 //go:noescape
-func keyHash(p *byte, n int, seed uint64) (h uint64, ok bool)
+func keyHash(l *layout, p *byte, n int) (h uint64, ok bool)
+
+// hashSecret is the first 128 bytes of XXH3's default secret, as words,
+// with a seed folded in as XXH3 folds it for keys of 17 to 128 bytes: added
+// to the first word of each 16-byte pair, subtracted from the second. The
+// assembly hash reads it from the layout rather than fold the seed into
+// each word on every key: on a 32-byte key that is 4 of the call's ~70
+// instructions.
+type hashSecret [16]uint64
+
+// xxh3Secret is XXH3's default secret, bytes 0 to 127, little-endian words.
+var xxh3Secret = hashSecret{
+	0xbe4ba423396cfeb8, 0x1cad21f72c81017c, 0xdb979083e96dd4de, 0x1f67b3b7a4a44072,
+	0x78e5c0cc4ee679cb, 0x2172ffcc7dd05a82, 0x8e2443f7744608b8, 0x4c263a81e69035e0,
+	0xcb00c391bb52283c, 0xa32e531b8b65d088, 0x4ef90da297486471, 0xd8acdea946ef1938,
+	0x3f349ce33f76faa8, 0x1d4f0bc7c7bbdcf9, 0x3159b4cd4be0518a, 0x647378d9c97e9fc8,
+}
+
+// fold sets s to XXH3's secret with seed folded in.
+func (s *hashSecret) fold(seed uint64) {
+	for i, w := range xxh3Secret {
+		if i%2 == 0 {
+			s[i] = w + seed
+		} else {
+			s[i] = w - seed
+		}
+	}
+}
 
 // vecTestHashes and vecAddHashes are vecTest and vecAdd over a window of
 // hashes, their blocks found as layout.blockOf finds them

@@ -373,6 +373,11 @@ TEXT ·xgetbv(SB), NOSPLIT, $0-8
 DATA ·laneBits+0(SB)/8, $0x0101010101010101
 GLOBL ·laneBits(SB), RODATA|NOPTR, $8
 
+// XXH3's avalanche multiplier, for IMULQ from memory: one instruction
+// where a constant would need a register loaded first.
+DATA ·avalanchePrime+0(SB)/8, $0x165667919e3779f9
+GLOBL ·avalanchePrime(SB), RODATA|NOPTR, $8
+
 DATA ·one+0(SB)/8, $1
 GLOBL ·one(SB), RODATA|NOPTR, $8
 
@@ -401,8 +406,7 @@ GLOBL ·wordStarts(SB), RODATA|NOPTR, $64
 	MOVQ  AX, DX                  \
 	SHRQ  $37, DX                 \
 	XORQ  DX, AX                  \
-	MOVQ  $0x165667919e3779f9, DX \
-	IMULQ DX, AX                  \
+	IMULQ ·avalanchePrime(SB), AX \
 	MOVQ  AX, DX                  \
 	SHRQ  $32, DX                 \
 	XORQ  DX, AX
@@ -425,23 +429,23 @@ GLOBL ·wordStarts(SB), RODATA|NOPTR, $64
 	XORQ  DX, AX
 
 // FOLD adds to R10 the folded 128-bit product of the key's words at a and
-// b, keyed by the secret's words ka and kb and the seed in R9; uses AX,
-// CX, DX.
-#define FOLD(a, b, ka, kb) \
-	MOVQ $ka, AX \
-	ADDQ R9, AX  \
-	XORQ a, AX   \
-	MOVQ $kb, CX \
-	SUBQ R9, CX  \
-	XORQ b, CX   \
-	MULQ CX      \
-	XORQ DX, AX  \
+// b, keyed by the words of the layout's secret (in DI) at byte offset off
+// and off+8, which hold the seed already; uses AX, CX, DX.
+#define FOLD(a, b, off) \
+	MOVQ (layout_secret+off)(DI), AX   \
+	XORQ a, AX                         \
+	MOVQ (layout_secret+off+8)(DI), CX \
+	XORQ b, CX                         \
+	MULQ CX                            \
+	XORQ DX, AX                        \
 	ADDQ AX, R10
 
-// HASH leaves in AX the hash of the R11 bytes at SI with the seed in R9,
-// or jumps to long when there are more than 128. Uses CX, DX, R10. The
-// constants are XXH3's default secret (with the seed folded in as XXH3
-// folds it) and primes.
+// HASH leaves in AX the hash of the R11 bytes at SI with the seed of the
+// layout in DI, or jumps to long when there are more than 128. Uses CX,
+// DX, R9, R10. The constants are XXH3's default secret (with the seed
+// folded in as XXH3 folds it) and primes; for 17 to 128 bytes the layout
+// holds the secret with the seed folded in (hashSecret), which saves two
+// instructions a pair of words.
 #define HASH(long) \
 	CMPQ R11, $16                                                    \
 	JA   hash_17                                                     \
@@ -465,17 +469,18 @@ GLOBL ·wordStarts(SB), RODATA|NOPTR, $64
 	SHLQ    $8, CX                                                   \
 	ORQ     CX, AX                                                   \
 	MOVQ    $0x87275a9b, CX                                          \
-	ADDQ    R9, CX                                                   \
+	ADDQ    layout_seed(DI), CX                                      \
 	XORQ    CX, AX                                                   \
 	AVALANCHE_SMALL                                                  \
 	JMP     hashed                                                   \
 hash_0:                                                              \
 	MOVQ $0x8726f9105dc21ddc, AX                                     \
-	XORQ R9, AX                                                      \
+	XORQ layout_seed(DI), AX                                         \
 	AVALANCHE_SMALL                                                  \
 	JMP  hashed                                                      \
 hash_4:                                                              \
 	/* 4 to 8 bytes: the first and last four, and rrmxmx */         \
+	MOVQ    layout_seed(DI), R9                                      \
 	MOVL    R9, DX                                                   \
 	BSWAPL  DX                                                       \
 	SHLQ    $32, DX                                                  \
@@ -507,10 +512,10 @@ hash_4:                                                              \
 hash_9:                                                              \
 	/* 9 to 16 bytes: the first and last eight */                   \
 	MOVQ    $0x6782737bea4239b9, AX                                  \
-	ADDQ    R9, AX                                                   \
+	ADDQ    layout_seed(DI), AX                                      \
 	XORQ    (SI), AX                                                 \
 	MOVQ    $0xaf56bc3b0996523a, CX                                  \
-	SUBQ    R9, CX                                                   \
+	SUBQ    layout_seed(DI), CX                                      \
 	XORQ    -8(SI)(R11*1), CX                                        \
 	MOVQ    AX, R10                                                  \
 	BSWAPQ  R10                                                      \
@@ -521,29 +526,34 @@ hash_9:                                                              \
 	ADDQ    R10, AX                                                  \
 	AVALANCHE                                                        \
 	JMP     hashed                                                   \
+	/* 33 to 128 bytes: the pairs past the first, then hash_pair1 */ \
+hash_33:                                                             \
+	CMPQ  R11, $64                                                   \
+	JLE   hash_pair2                                                 \
+	CMPQ  R11, $96                                                   \
+	JLE   hash_pair3                                                 \
+	FOLD(48(SI), 56(SI), 96)                                         \
+	FOLD(-64(SI)(R11*1), -56(SI)(R11*1), 112)                        \
+hash_pair3:                                                          \
+	FOLD(32(SI), 40(SI), 64)                                         \
+	FOLD(-48(SI)(R11*1), -40(SI)(R11*1), 80)                         \
+hash_pair2:                                                          \
+	FOLD(16(SI), 24(SI), 32)                                         \
+	FOLD(-32(SI)(R11*1), -24(SI)(R11*1), 48)                         \
+	JMP   hash_pair1                                                 \
+	PCALIGN $32                                                      \
 hash_17:                                                             \
-	/* 17 to 128 bytes: pairs of 16 from both ends, inwards */      \
+	/* 17 to 128 bytes: pairs of 16 from both ends, inwards; 17 to 32 */ \
+	/* run straight through to hashed, with no branch taken */       \
 	CMPQ  R11, $128                                                  \
 	JA    long                                                       \
 	MOVQ  $0x9e3779b185ebca87, R10                                   \
 	IMULQ R11, R10                                                   \
 	CMPQ  R11, $32                                                   \
-	JLE   hash_pair1                                                 \
-	CMPQ  R11, $64                                                   \
-	JLE   hash_pair2                                                 \
-	CMPQ  R11, $96                                                   \
-	JLE   hash_pair3                                                 \
-	FOLD(48(SI), 56(SI), 0x3f349ce33f76faa8, 0x1d4f0bc7c7bbdcf9)     \
-	FOLD(-64(SI)(R11*1), -56(SI)(R11*1), 0x3159b4cd4be0518a, 0x647378d9c97e9fc8) \
-hash_pair3:                                                          \
-	FOLD(32(SI), 40(SI), 0xcb00c391bb52283c, 0xa32e531b8b65d088)     \
-	FOLD(-48(SI)(R11*1), -40(SI)(R11*1), 0x4ef90da297486471, 0xd8acdea946ef1938) \
-hash_pair2:                                                          \
-	FOLD(16(SI), 24(SI), 0x78e5c0cc4ee679cb, 0x2172ffcc7dd05a82)     \
-	FOLD(-32(SI)(R11*1), -24(SI)(R11*1), 0x8e2443f7744608b8, 0x4c263a81e69035e0) \
+	JA    hash_33                                                    \
 hash_pair1:                                                          \
-	FOLD(0(SI), 8(SI), 0xbe4ba423396cfeb8, 0x1cad21f72c81017c)       \
-	FOLD(-16(SI)(R11*1), -8(SI)(R11*1), 0xdb979083e96dd4de, 0x1f67b3b7a4a44072) \
+	FOLD(0(SI), 8(SI), 0)                                            \
+	FOLD(-16(SI)(R11*1), -8(SI)(R11*1), 16)                          \
 	MOVQ R10, AX                                                     \
 	AVALANCHE                                                        \
 hashed:
@@ -555,7 +565,6 @@ hashed:
 	MOVQ l+0(FP), DI          \
 	MOVQ p+8(FP), SI          \
 	MOVQ n+16(FP), R11        \
-	MOVQ layout_seed(DI), R9  \
 	HASH(long)
 
 // BLOCK puts in AX the block of the hash in AX, as layout.blockOf finds
@@ -579,13 +588,13 @@ hashed:
 	LANEBITS                \
 	BLOCK
 
-// func keyHash(p *byte, n int, seed uint64) (h uint64, ok bool)
+// func keyHash(l *layout, p *byte, n int) (h uint64, ok bool)
 //
 // HASH alone, for the tests that hold it to XXH3.
 TEXT ·keyHash(SB), NOSPLIT|NOFRAME, $0-33
-	MOVQ p+0(FP), SI
-	MOVQ n+8(FP), R11
-	MOVQ seed+16(FP), R9
+	MOVQ l+0(FP), DI
+	MOVQ p+8(FP), SI
+	MOVQ n+16(FP), R11
 	HASH(key_hash_long)
 	MOVQ AX, h+24(FP)
 	MOVB $1, ok+32(FP)

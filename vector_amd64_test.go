@@ -52,6 +52,14 @@ func TestDirectRemainderExact(t *testing.T) {
 	}
 }
 
+// seededLayout returns a layout with seed and nothing else that keyHash
+// reads.
+func seededLayout(seed uint64) *layout {
+	l := new(layout)
+	l.setGeometry(seed, 1, minK)
+	return l
+}
+
 // TestKeyHashMatchesXXH3 holds the vector code's hash to zeebo/xxh3's
 // HashSeed at every length it takes, each of its branches' edges, and
 // seeds whose halves carry and borrow.
@@ -69,7 +77,7 @@ func TestKeyHashMatchesXXH3(t *testing.T) {
 					buf[i] = byte(r.Uint32())
 				}
 				key := bytes.Clone(buf[:n])
-				got, ok := keyHash(unsafe.SliceData(key), len(key), seed)
+				got, ok := keyHash(seededLayout(seed), unsafe.SliceData(key), len(key))
 				if n > 128 {
 					if ok {
 						t.Fatalf("keyHash took a key of %d bytes; it hashes up to 128", n)
@@ -90,7 +98,7 @@ func FuzzKeyHash(f *testing.F) {
 		f.Add(bytes.Repeat([]byte{0xa5}, n), uint64(n))
 	}
 	f.Fuzz(func(t *testing.T, key []byte, seed uint64) {
-		got, ok := keyHash(unsafe.SliceData(key), len(key), seed)
+		got, ok := keyHash(seededLayout(seed), unsafe.SliceData(key), len(key))
 		if ok != (len(key) <= 128) {
 			t.Fatalf("keyHash of %d bytes: ok %v", len(key), ok)
 		}
@@ -102,10 +110,10 @@ func FuzzKeyHash(f *testing.F) {
 
 // TestSingleKeyCallsAgreeWithBatches checks Add, AddString, Test and
 // TestString, and AtomicFilter's Add and AddString, whose vector code
-// hashes the key itself, against the
-// batched calls, which hash in Go: keys of every length the vector code
-// takes and beyond, with the vector probe and without it (where the
-// assembly calls back into Go).
+// hashes the key itself, against the batched calls, which hash in Go:
+// keys of every length the vector code takes and beyond, with the
+// default seed and another, with the vector probe and without it (where
+// the assembly calls back into Go).
 func TestSingleKeyCallsAgreeWithBatches(t *testing.T) {
 	if !hasVector {
 		t.Skip("no vector probe on this CPU")
@@ -122,10 +130,17 @@ func TestSingleKeyCallsAgreeWithBatches(t *testing.T) {
 		}
 	}
 	for _, vector := range []bool{true, false} {
-		for _, k := range []int{6, 12} { // one half of the lanes, and two
-			t.Run(fmt.Sprintf("vector=%v/k=%d", vector, k), func(t *testing.T) {
+		// k: one half of the lanes, and two; the seed: the default and
+		// one whose halves carry and borrow (the batches hash in Go,
+		// the single-key calls with the layout's hashSecret).
+		for _, c := range []struct {
+			k    int
+			seed uint64
+		}{{6, DefaultSeed}, {12, DefaultSeed}, {6, 0x8000000080000001}} {
+			k := c.k
+			t.Run(fmt.Sprintf("vector=%v/k=%d/seed=%#x", vector, k, c.seed), func(t *testing.T) {
 				newFilter := func() *Filter {
-					f, err := NewWithConfig(Config{Blocks: 1024, K: k})
+					f, err := NewWithConfig(Config{Blocks: 1024, K: k, Seed: c.seed})
 					if err != nil {
 						t.Fatal(err)
 					}
