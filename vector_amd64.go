@@ -169,6 +169,25 @@ func xgetbv() (a, d uint32)
 // hasVector reports whether this CPU and OS run the vector probe well.
 var hasVector = detectVector()
 
+// useRTM reports whether AtomicFilter's vector code sets a new key's bits
+// in one hardware transaction (TXOR in vector_amd64.s) rather than one
+// locked OR per word: the CPU has Intel TSX RTM and does not abort every
+// transaction (RTM_ALWAYS_ABORT, which microcode sets where TSX is
+// withdrawn), and OHBLOOM_RTM is not "off".
+var useRTM = hasVector && detectRTM() && os.Getenv("OHBLOOM_RTM") != "off"
+
+// txOr is TXOR alone: it ORs m into b in one transaction and reports
+// true, or writes nothing and reports false (no RTM, useRTM false, or an
+// abort). For tests.
+//
+//go:noescape
+func txOr(b *block, m *block) (committed bool)
+
+func detectRTM() bool {
+	_, b7, _, d7 := cpuid(7, 0)
+	return b7&(1<<11) != 0 && d7&(1<<11) == 0
+}
+
 // probeChoice is OHBLOOM_PROBE from the environment: "scalar" keeps the
 // generated probes even where the vector probe would run. For comparing
 // the two on one machine, and for turning the vector code off without a
