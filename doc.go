@@ -56,7 +56,10 @@
 // Filter is the fastest on one goroutine and is not safe for concurrent use.
 // AtomicFilter has the same bits and the same answers and is safe for
 // concurrent use without locks: it sets words with atomic ORs, and only when
-// a bit is missing, so re-adding a present key writes nothing. ToAtomic and
+// a bit is missing, so re-adding a present key writes nothing. On Intel CPUs
+// with TSX (RTM) the vector code sets a new key's bits in one hardware
+// transaction instead, falling back to the atomic ORs when it aborts;
+// OHBLOOM_RTM=off in the environment keeps the ORs. ToAtomic and
 // ToFilter convert between them, so a filter can be bulk-built on one
 // goroutine and then published.
 //
