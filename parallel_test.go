@@ -168,120 +168,120 @@ func TestHugeFilter(t *testing.T) {
 // tests keys whose Add returned. AddSeq's keys include an empty one and
 // long ones. Afterwards the filter must hold
 // exactly the bits of a Filter built from all the keys on one goroutine.
-func TestPrivateBuild(t *testing.T) {
-	forEachAtomicWrite(t, func(t *testing.T) {
-		bulkN := 120_000
-		if testing.Short() {
-			bulkN = 70_000
-		}
-		bulk := make([]string, bulkN)
-		for i := range bulk {
-			bulk[i] = fmt.Sprintf("bulk/%d", i)
-		}
-		bulk[bulkN-3] = ""
-		bulk[bulkN-2] = strings.Repeat("long/", 20_000)
-		bulk[bulkN/2+1] = strings.Repeat("also long/", 500)
-		for _, c := range []struct {
-			workers int
-			config  Config
-			load    loadPlan
-		}{
-			{2, Config{Capacity: uint64(2 * bulkN), FPR: 0.01}, planCopies},
-			{3, Config{Capacity: uint64(2 * bulkN), FPR: 0.01}, planCopies},
-			{2, Config{Blocks: 20_000, K: 7}, planCopies},
-			{2, Config{Capacity: uint64(2 * bulkN), FPR: 0.01}, planRanges},
-			{3, Config{Capacity: uint64(2 * bulkN), FPR: 0.01}, planRanges},
-			{5, Config{Capacity: uint64(2 * bulkN), FPR: 0.01}, planRanges},
-			{2, Config{Blocks: 20_000, K: 7}, planRanges},
-			{3, Config{Blocks: 20_000, K: 7}, planRanges},
-			{2, Config{Blocks: 20_000, K: 7}, planShared},
-		} {
-			workers := c.workers
-			t.Run(fmt.Sprintf("plan=%d/workers=%d/blocks=%d", c.load, workers, c.config.Blocks), func(t *testing.T) {
-				defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(workers))
-				a, err := NewAtomicWithConfig(c.config)
-				if err != nil {
-					t.Fatal(err)
-				}
-				load := LoadConfig{MaxMemory: map[loadPlan]uint64{
-					planCopies: uint64(workers) * a.SizeBytes(),
-					planRanges: 2*a.SizeBytes() - 1, // below two copies, above one
-					planShared: a.SizeBytes() - 1,
-				}[c.load]}
-				if p := load.plan(&a.layout, min(workers, bulkN/2/parallelMin), uint64(bulkN/2)); p != c.load {
-					t.Fatalf("the load takes plan %d, want %d", p, c.load)
-				}
-				ref := a.ToFilter()
-				for i := range 1000 { // already there before the load
-					a.AddString(fmt.Sprint("old/", i))
-					ref.AddString(fmt.Sprint("old/", i))
-				}
-				if uint64(bulkN/2) < a.Blocks() || bulkN/2/parallelMin < 2 {
-					t.Fatalf("%d keys do not take the private path of a %d-block filter", bulkN/2, a.Blocks())
-				}
-				var added atomic.Int64
-				var lost atomic.Int64
-				stop := make(chan struct{})
-				var streams sync.WaitGroup
-				streams.Go(func() {
-					for i := 0; ; i++ {
-						select {
-						case <-stop:
-							return
-						default:
-						}
-						a.AddString(fmt.Sprint("stream/", i))
-						added.Store(int64(i + 1))
+func TestPrivateBuild(t *testing.T) { forEachAtomicWrite(t, testPrivateBuild) }
+
+func testPrivateBuild(t *testing.T) {
+	bulkN := 120_000
+	if testing.Short() {
+		bulkN = 70_000
+	}
+	bulk := make([]string, bulkN)
+	for i := range bulk {
+		bulk[i] = fmt.Sprintf("bulk/%d", i)
+	}
+	bulk[bulkN-3] = ""
+	bulk[bulkN-2] = strings.Repeat("long/", 20_000)
+	bulk[bulkN/2+1] = strings.Repeat("also long/", 500)
+	for _, c := range []struct {
+		workers int
+		config  Config
+		load    loadPlan
+	}{
+		{2, Config{Capacity: uint64(2 * bulkN), FPR: 0.01}, planCopies},
+		{3, Config{Capacity: uint64(2 * bulkN), FPR: 0.01}, planCopies},
+		{2, Config{Blocks: 20_000, K: 7}, planCopies},
+		{2, Config{Capacity: uint64(2 * bulkN), FPR: 0.01}, planRanges},
+		{3, Config{Capacity: uint64(2 * bulkN), FPR: 0.01}, planRanges},
+		{5, Config{Capacity: uint64(2 * bulkN), FPR: 0.01}, planRanges},
+		{2, Config{Blocks: 20_000, K: 7}, planRanges},
+		{3, Config{Blocks: 20_000, K: 7}, planRanges},
+		{2, Config{Blocks: 20_000, K: 7}, planShared},
+	} {
+		workers := c.workers
+		t.Run(fmt.Sprintf("plan=%d/workers=%d/blocks=%d", c.load, workers, c.config.Blocks), func(t *testing.T) {
+			defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(workers))
+			a, err := NewAtomicWithConfig(c.config)
+			if err != nil {
+				t.Fatal(err)
+			}
+			load := LoadConfig{MaxMemory: map[loadPlan]uint64{
+				planCopies: uint64(workers) * a.SizeBytes(),
+				planRanges: 2*a.SizeBytes() - 1, // below two copies, above one
+				planShared: a.SizeBytes() - 1,
+			}[c.load]}
+			if p := load.plan(&a.layout, min(workers, bulkN/2/parallelMin), uint64(bulkN/2)); p != c.load {
+				t.Fatalf("the load takes plan %d, want %d", p, c.load)
+			}
+			ref := a.ToFilter()
+			for i := range 1000 { // already there before the load
+				a.AddString(fmt.Sprint("old/", i))
+				ref.AddString(fmt.Sprint("old/", i))
+			}
+			if uint64(bulkN/2) < a.Blocks() || bulkN/2/parallelMin < 2 {
+				t.Fatalf("%d keys do not take the private path of a %d-block filter", bulkN/2, a.Blocks())
+			}
+			var added atomic.Int64
+			var lost atomic.Int64
+			stop := make(chan struct{})
+			var streams sync.WaitGroup
+			streams.Go(func() {
+				for i := 0; ; i++ {
+					select {
+					case <-stop:
+						return
+					default:
 					}
-				})
-				streams.Go(func() {
-					for {
-						select {
-						case <-stop:
-							return
-						default:
-						}
-						for i := max(0, int(added.Load())-50); i < int(added.Load()); i++ {
-							if !a.TestString(fmt.Sprint("stream/", i)) {
-								lost.Add(1)
-							}
-						}
-					}
-				})
-				views := make([][]byte, bulkN/2)
-				for i := range views {
-					views[i] = []byte(bulk[i])
-				}
-				a.AddParallelWith(views, load)
-				n := a.AddSeqWith(func(yield func([]byte) bool) {
-					buf := make([]byte, 0, 32)
-					for _, k := range bulk[bulkN/2:] {
-						buf = append(buf[:0], k...)
-						if !yield(buf) {
-							return
-						}
-					}
-				}, load)
-				close(stop)
-				streams.Wait()
-				if n != uint64(bulkN-bulkN/2) {
-					t.Fatalf("AddSeq added %d keys, want %d", n, bulkN-bulkN/2)
-				}
-				if l := lost.Load(); l > 0 {
-					t.Fatalf("%d streamed keys not found after their Add", l)
-				}
-				for _, k := range bulk {
-					ref.AddString(k)
-				}
-				for i := range int(added.Load()) {
-					ref.AddString(fmt.Sprint("stream/", i))
-				}
-				if !a.ToFilter().Equal(ref) {
-					t.Fatal("after the private build the filter differs from the sequential one")
+					a.AddString(fmt.Sprint("stream/", i))
+					added.Store(int64(i + 1))
 				}
 			})
-		}
-	})
+			streams.Go(func() {
+				for {
+					select {
+					case <-stop:
+						return
+					default:
+					}
+					for i := max(0, int(added.Load())-50); i < int(added.Load()); i++ {
+						if !a.TestString(fmt.Sprint("stream/", i)) {
+							lost.Add(1)
+						}
+					}
+				}
+			})
+			views := make([][]byte, bulkN/2)
+			for i := range views {
+				views[i] = []byte(bulk[i])
+			}
+			a.AddParallelWith(views, load)
+			n := a.AddSeqWith(func(yield func([]byte) bool) {
+				buf := make([]byte, 0, 32)
+				for _, k := range bulk[bulkN/2:] {
+					buf = append(buf[:0], k...)
+					if !yield(buf) {
+						return
+					}
+				}
+			}, load)
+			close(stop)
+			streams.Wait()
+			if n != uint64(bulkN-bulkN/2) {
+				t.Fatalf("AddSeq added %d keys, want %d", n, bulkN-bulkN/2)
+			}
+			if l := lost.Load(); l > 0 {
+				t.Fatalf("%d streamed keys not found after their Add", l)
+			}
+			for _, k := range bulk {
+				ref.AddString(k)
+			}
+			for i := range int(added.Load()) {
+				ref.AddString(fmt.Sprint("stream/", i))
+			}
+			if !a.ToFilter().Equal(ref) {
+				t.Fatal("after the private build the filter differs from the sequential one")
+			}
+		})
+	}
 }
 
 // TestLoadPlan: whole copies while they fit the budget and the workers
@@ -386,41 +386,39 @@ func TestAddSeqIteratorPanics(t *testing.T) {
 // blocks that hold their bits already, blocks that lack some and empty
 // ones.
 func TestOrCopies(t *testing.T) {
-	forEachAtomicWrite(t, func(t *testing.T) {
-		r := rand.New(rand.NewPCG(13, 14))
-		for ncopies := 1; ncopies <= 4; ncopies++ {
-			const nblocks, lo, n = 40, 7, 25
-			copies := make([][]block, ncopies)
-			for c := range copies {
-				copies[c] = make([]block, nblocks)
-				for i := range copies[c] {
-					if r.IntN(4) > 0 {
-						copies[c][i] = randomBlock(r)
-					}
-				}
-			}
-			dst := make([]block, n)
-			want := make([]block, n)
-			for i := range dst {
-				if r.IntN(3) == 0 {
-					dst[i] = randomBlock(r)
-				}
-				want[i] = dst[i]
-				for _, c := range copies {
-					for w := range blockWords {
-						want[i][w] |= c[lo+i][w]
-					}
-				}
-				if r.IntN(5) == 0 { // a block that holds its bits already
-					dst[i] = want[i]
-				}
-			}
-			orCopies(dst, copies, lo)
-			for i := range dst {
-				if dst[i] != want[i] {
-					t.Fatalf("%d copies: block %d is %x, want %x", ncopies, i, dst[i], want[i])
+	r := rand.New(rand.NewPCG(13, 14))
+	for ncopies := 1; ncopies <= 4; ncopies++ {
+		const nblocks, lo, n = 40, 7, 25
+		copies := make([][]block, ncopies)
+		for c := range copies {
+			copies[c] = make([]block, nblocks)
+			for i := range copies[c] {
+				if r.IntN(4) > 0 {
+					copies[c][i] = randomBlock(r)
 				}
 			}
 		}
-	})
+		dst := make([]block, n)
+		want := make([]block, n)
+		for i := range dst {
+			if r.IntN(3) == 0 {
+				dst[i] = randomBlock(r)
+			}
+			want[i] = dst[i]
+			for _, c := range copies {
+				for w := range blockWords {
+					want[i][w] |= c[lo+i][w]
+				}
+			}
+			if r.IntN(5) == 0 { // a block that holds its bits already
+				dst[i] = want[i]
+			}
+		}
+		orCopies(dst, copies, lo)
+		for i := range dst {
+			if dst[i] != want[i] {
+				t.Fatalf("%d copies: block %d is %x, want %x", ncopies, i, dst[i], want[i])
+			}
+		}
+	}
 }

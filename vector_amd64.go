@@ -102,8 +102,7 @@ func keyHash(l *layout, p *byte, n int) (h uint64, ok bool)
 // with a seed folded in as XXH3 folds it for keys of 17 to 128 bytes: added
 // to the first word of each 16-byte pair, subtracted from the second. The
 // assembly hash reads it from the layout rather than fold the seed into
-// each word on every key: on a 32-byte key that is 4 of the call's ~70
-// instructions.
+// each word on every key: 4 instructions fewer on a 32-byte key.
 type hashSecret [16]uint64
 
 // xxh3Secret is XXH3's default secret, bytes 0 to 127, little-endian words.
@@ -176,17 +175,17 @@ var hasVector = detectVector()
 // withdrawn), and OHBLOOM_RTM is not "off".
 var useRTM = hasVector && detectRTM() && os.Getenv("OHBLOOM_RTM") != "off"
 
+func detectRTM() bool {
+	_, b7, _, d7 := cpuid(7, 0)
+	return b7&(1<<11) != 0 && d7&(1<<11) == 0
+}
+
 // txOr is TXOR alone: it ORs m into b in one transaction and reports
 // true, or writes nothing and reports false (no RTM, useRTM false, or an
 // abort). For tests.
 //
 //go:noescape
 func txOr(b *block, m *block) (committed bool)
-
-func detectRTM() bool {
-	_, b7, _, d7 := cpuid(7, 0)
-	return b7&(1<<11) != 0 && d7&(1<<11) == 0
-}
 
 // probeChoice is OHBLOOM_PROBE from the environment: "scalar" keeps the
 // generated probes even where the vector probe would run. For comparing

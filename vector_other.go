@@ -11,12 +11,6 @@ const hasVector = false
 // probeChoice has no effect here: there is only the scalar probe.
 const probeChoice = ""
 
-// useRTM is false here: only amd64's vector code has the transactional
-// add.
-const useRTM = false
-
-func detectRTM() bool { return false }
-
 // hashSecret is empty here: only amd64's assembly hash reads it.
 type hashSecret struct{}
 
