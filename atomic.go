@@ -53,12 +53,12 @@ func NewAtomicWithConfig(c Config) (*AtomicFilter, error) {
 // partition (see gen_probes.go). Add is one call, inlined into its caller,
 // as Filter.Add is (keyAtomicAdd).
 func (f *AtomicFilter) Add(key []byte) {
-	keyAtomicAdd(&f.layout, unsafe.SliceData(key), len(key))
+	keyAtomicAdd(f.lay(), unsafe.SliceData(key), len(key))
 }
 
 // AddString inserts key, without converting it to a byte slice.
 func (f *AtomicFilter) AddString(key string) {
-	keyAtomicAdd(&f.layout, unsafe.StringData(key), len(key))
+	keyAtomicAdd(f.lay(), unsafe.StringData(key), len(key))
 }
 
 // atomicAddKey hashes the n bytes at p and adds them to l, as addKey does

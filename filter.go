@@ -46,23 +46,23 @@ func NewWithConfig(c Config) (*Filter, error) {
 
 // Add inserts key.
 func (f *Filter) Add(key []byte) {
-	keyAdd(&f.layout, unsafe.SliceData(key), len(key))
+	keyAdd(f.lay(), unsafe.SliceData(key), len(key))
 }
 
 // AddString inserts key, without converting it to a byte slice.
 func (f *Filter) AddString(key string) {
-	keyAdd(&f.layout, unsafe.StringData(key), len(key))
+	keyAdd(f.lay(), unsafe.StringData(key), len(key))
 }
 
 // Test reports whether key may be in the filter: false means it was
 // certainly never added, true that it was added or is a false positive.
 func (f *Filter) Test(key []byte) bool {
-	return keyTest(&f.layout, unsafe.SliceData(key), len(key))
+	return keyTest(f.lay(), unsafe.SliceData(key), len(key))
 }
 
 // TestString is Test for a string key.
 func (f *Filter) TestString(key string) bool {
-	return keyTest(&f.layout, unsafe.StringData(key), len(key))
+	return keyTest(f.lay(), unsafe.StringData(key), len(key))
 }
 
 // Add, AddString, Test and TestString make one call, which the compiler
@@ -71,6 +71,15 @@ func (f *Filter) TestString(key string) bool {
 // elsewhere, and for keys longer than the vector code hashes, it is, or
 // jumps to, testKey or addKey. Each call level between a loop and its
 // key's cache miss holds back the next key's miss (BenchmarkLimitsPaired).
+
+// lay returns f's layout, its first and only field, with no nil check of
+// f: &f.layout costs the single-key calls a load and a compare for it,
+// and the assembly faults on a nil f just the same, which the runtime
+// turns into the same panic.
+func (f *Filter) lay() *layout { return (*layout)(unsafe.Pointer(f)) }
+
+// lay is Filter.lay for an AtomicFilter.
+func (f *AtomicFilter) lay() *layout { return (*layout)(unsafe.Pointer(f)) }
 
 // testKey hashes the n bytes at p and tests them in l, with the Go hash.
 func testKey(l *layout, p *byte, n int) bool {

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"errors"
 	"math"
+	"runtime"
+	"strings"
 	"testing"
 )
 
@@ -105,6 +107,36 @@ func TestExtremeKeys(t *testing.T) {
 	g.Add(nil)
 	if !g.Test([]byte{}) || !g.TestString("") {
 		t.Error("nil key added, empty key not found")
+	}
+}
+
+// TestNilFilterPanics holds the single-key calls to Go's nil receiver
+// panic: they pass the layout to the assembly with no nil check of their
+// own (Filter.lay), so the fault has to come from inside it, for every
+// length of key the assembly hashes and for the longer keys it hands on.
+func TestNilFilterPanics(t *testing.T) {
+	var f *Filter
+	var a *AtomicFilter
+	calls := map[string]func(key []byte){
+		"Filter.Test":            func(key []byte) { f.Test(key) },
+		"Filter.TestString":      func(key []byte) { f.TestString(string(key)) },
+		"Filter.Add":             func(key []byte) { f.Add(key) },
+		"Filter.AddString":       func(key []byte) { f.AddString(string(key)) },
+		"AtomicFilter.Add":       func(key []byte) { a.Add(key) },
+		"AtomicFilter.AddString": func(key []byte) { a.AddString(string(key)) },
+	}
+	for name, call := range calls {
+		for _, n := range []int{0, 2, 5, 12, 32, 100, 300} {
+			func() {
+				defer func() {
+					err, ok := recover().(runtime.Error)
+					if !ok || !strings.Contains(err.Error(), "nil pointer dereference") {
+						t.Errorf("%s of a %d-byte key on nil: recovered %v, want a nil pointer dereference", name, n, err)
+					}
+				}()
+				call(make([]byte, n))
+			}()
+		}
 	}
 }
 

@@ -67,8 +67,10 @@ type layout struct {
 
 	// vec holds the constants of the vector probe (vector_amd64.go), nil
 	// where the CPU has none; testBits and addBits then use the generated
-	// probes.
-	vec *vecProbe
+	// probes. vec8 is vec where k ≤ 8 (one register of lanes), else nil:
+	// the single-key assembly tests it first, which spares its common case
+	// a second test of k. setVec sets both.
+	vec, vec8 *vecProbe
 
 	// secret is XXH3's secret with the seed folded in, for the assembly
 	// hash of keyTest and keyAdd (vector_amd64.go). setGeometry sets it

@@ -154,7 +154,15 @@ func (l *layout) setGeometry(seed, nblocks uint64, k int) {
 	l.secret.fold(seed)
 	l.nblocks, l.k, l.parts = nblocks, k, partitionsFor(k)
 	l.test, l.atomicTest, l.add, l.atomicAdd, l.mask = testFuncs[k], atomicTestFuncs[k], addFuncs[k], atomicAddFuncs[k], maskFuncs[k]
-	l.vec = newVecProbe(l.parts[:k])
+	l.setVec(newVecProbe(l.parts[:k]))
+}
+
+// setVec sets l's vector probe, p or nil, with vec8.
+func (l *layout) setVec(p *vecProbe) {
+	l.vec, l.vec8 = p, nil
+	if l.k <= 8 {
+		l.vec8 = p
+	}
 }
 
 // checkBlocks refuses block counts beyond MaxBlocks, beyond what a slice can

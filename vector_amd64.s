@@ -68,6 +68,23 @@
 tested:                     \
 	ALLSET
 
+// PROBE8 is PROBE for a probe of one half (k ≤ 8), with no test of
+// HALVES; PROBE16 for one of two.
+#define PROBE8 \
+	RESIDUE          \
+	BITS(0, Z3)      \
+	TESTBITS(Z3, K1) \
+	ALLSET
+
+#define PROBE16 \
+	RESIDUE           \
+	BITS(0, Z3)       \
+	TESTBITS(Z3, K1)  \
+	BITS(64, Z13)     \
+	TESTBITS(Z13, K2) \
+	KANDQ K2, K1, K1  \
+	ALLSET
+
 // LOAD8 loads, for the loops over many hashes with k ≤ 8 (one half), the
 // constants that BITS reads from memory on every key: magic, size and
 // offset of each lane in Z20-Z22.
@@ -443,15 +460,16 @@ GLOBL ·wordStarts(SB), RODATA|NOPTR, $64
 // bytes (TestKeyHashMatchesXXH3, FuzzKeyHash); longer keys go to the Go
 // hash, where the hashing outweighs a call.
 
-// AVALANCHE is XXH3's final mix of h in AX; uses DX.
-#define AVALANCHE \
-	MOVQ  AX, DX                  \
-	SHRQ  $37, DX                 \
-	XORQ  DX, AX                  \
-	IMULQ ·avalanchePrime(SB), AX \
-	MOVQ  AX, DX                  \
-	SHRQ  $32, DX                 \
-	XORQ  DX, AX
+// AVALANCHE is XXH3's final mix of h, a register it overwrites, into AX;
+// uses DX.
+#define AVALANCHE(h) \
+	MOVQ  h, DX                  \
+	SHRQ  $37, DX                \
+	XORQ  DX, h                  \
+	IMULQ ·avalanchePrime(SB), h \
+	MOVQ  h, AX                  \
+	SHRQ  $32, AX                \
+	XORQ  h, AX
 
 // AVALANCHE_SMALL is XXH64's final mix of h in AX, which XXH3 uses for
 // keys of 0 to 3 bytes; uses DX.
@@ -487,19 +505,35 @@ GLOBL ·wordStarts(SB), RODATA|NOPTR, $64
 // DX, R9, R10. The constants are XXH3's primes and, for up to 16 bytes,
 // words of its default secret; for 17 to 128 bytes the secret comes from
 // the layout with the seed folded in already (hashSecret), two
-// instructions fewer a pair of words. hash_17 is aligned to 32 bytes:
-// without it, Add measured 1.27x the limit at 3·10^7 instead of 1.08x
-// (docs/limits.md).
-#define HASH(long) \
-	CMPQ R11, $16                                                    \
-	JA   hash_17                                                     \
+// instructions fewer a pair of words. Keys of 17 to 32 bytes run
+// straight through from the routine's start, which the linker aligns, with
+// no branch taken; the other lengths are HASH_OUT's, which each routine
+// places after its last RET. (With the 17-32-byte path at a misaligned
+// label, Add measured 1.27x the limit at 3·10^7 instead of 1.08x.)
+#define HASH(long)                                                    \
+	CMPQ  R11, $16                                                \
+	JBE   hash_16                                                 \
+	CMPQ  R11, $32                                                \
+	JA    hash_33                                                 \
+	MOVQ  $0x9e3779b185ebca87, R10                                \
+	IMULQ R11, R10                                                \
+hash_pair1:                                                           \
+	FOLD(0(SI), 8(SI), 0)                                         \
+	FOLD(-16(SI)(R11*1), -8(SI)(R11*1), 16)                       \
+	AVALANCHE(R10)                                                \
+hashed:
+
+// HASH_OUT is the rest of HASH: keys of up to 16 bytes, and of 33 to
+// 128, which rejoin it at hash_pair1 or hashed.
+#define HASH_OUT(long)                                                   \
+hash_16:                                                                 \
 	CMPQ R11, $8                                                     \
 	JA   hash_9                                                      \
 	CMPQ R11, $3                                                     \
 	JA   hash_4                                                      \
 	TESTQ R11, R11                                                   \
 	JZ   hash_0                                                      \
-	/* 1 to 3 bytes: first, middle and last byte, and the length */ \
+	/* 1 to 3 bytes: first, middle and last byte, and the length */  \
 	MOVBQZX (SI), AX                                                 \
 	MOVQ    R11, CX                                                  \
 	SHRQ    $1, CX                                                   \
@@ -517,13 +551,13 @@ GLOBL ·wordStarts(SB), RODATA|NOPTR, $64
 	XORQ    CX, AX                                                   \
 	AVALANCHE_SMALL                                                  \
 	JMP     hashed                                                   \
-hash_0:                                                              \
+hash_0:                                                                  \
 	MOVQ $0x8726f9105dc21ddc, AX                                     \
 	XORQ layout_seed(DI), AX                                         \
 	AVALANCHE_SMALL                                                  \
 	JMP  hashed                                                      \
-hash_4:                                                              \
-	/* 4 to 8 bytes: the first and last four, and rrmxmx */         \
+hash_4:                                                                  \
+	/* 4 to 8 bytes: the first and last four, and rrmxmx */          \
 	MOVQ    layout_seed(DI), R9                                      \
 	MOVL    R9, DX                                                   \
 	BSWAPL  DX                                                       \
@@ -553,8 +587,8 @@ hash_4:                                                              \
 	SHRQ    $28, DX                                                  \
 	XORQ    DX, AX                                                   \
 	JMP     hashed                                                   \
-hash_9:                                                              \
-	/* 9 to 16 bytes: the first and last eight */                   \
+hash_9:                                                                  \
+	/* 9 to 16 bytes: the first and last eight */                    \
 	MOVQ    $0x6782737bea4239b9, AX                                  \
 	ADDQ    layout_seed(DI), AX                                      \
 	XORQ    (SI), AX                                                 \
@@ -567,40 +601,28 @@ hash_9:                                                              \
 	ADDQ    R11, R10                                                 \
 	MULQ    CX                                                       \
 	XORQ    DX, AX                                                   \
-	ADDQ    R10, AX                                                  \
-	AVALANCHE                                                        \
+	ADDQ    AX, R10                                                  \
+	AVALANCHE(R10)                                                   \
 	JMP     hashed                                                   \
 	/* 33 to 128 bytes: the pairs past the first, then hash_pair1 */ \
-hash_33:                                                             \
+hash_33:                                                                 \
+	CMPQ  R11, $128                                                  \
+	JA    long                                                       \
+	MOVQ  $0x9e3779b185ebca87, R10                                   \
+	IMULQ R11, R10                                                   \
 	CMPQ  R11, $64                                                   \
 	JLE   hash_pair2                                                 \
 	CMPQ  R11, $96                                                   \
 	JLE   hash_pair3                                                 \
 	FOLD(48(SI), 56(SI), 96)                                         \
 	FOLD(-64(SI)(R11*1), -56(SI)(R11*1), 112)                        \
-hash_pair3:                                                          \
+hash_pair3:                                                              \
 	FOLD(32(SI), 40(SI), 64)                                         \
 	FOLD(-48(SI)(R11*1), -40(SI)(R11*1), 80)                         \
-hash_pair2:                                                          \
+hash_pair2:                                                              \
 	FOLD(16(SI), 24(SI), 32)                                         \
 	FOLD(-32(SI)(R11*1), -24(SI)(R11*1), 48)                         \
-	JMP   hash_pair1                                                 \
-	PCALIGN $32                                                      \
-hash_17:                                                             \
-	/* 17 to 128 bytes: pairs of 16 from both ends, inwards; 17 to 32 */ \
-	/* run straight through to hashed, with no branch taken */       \
-	CMPQ  R11, $128                                                  \
-	JA    long                                                       \
-	MOVQ  $0x9e3779b185ebca87, R10                                   \
-	IMULQ R11, R10                                                   \
-	CMPQ  R11, $32                                                   \
-	JA    hash_33                                                    \
-hash_pair1:                                                          \
-	FOLD(0(SI), 8(SI), 0)                                            \
-	FOLD(-16(SI)(R11*1), -8(SI)(R11*1), 16)                          \
-	MOVQ R10, AX                                                     \
-	AVALANCHE                                                        \
-hashed:
+	JMP   hash_pair1
 
 // KEY loads the arguments of keyTest and keyAdd and hashes the key: l in
 // DI, the hash in AX; it jumps to long when the key is longer than HASH
@@ -611,21 +633,32 @@ hashed:
 	MOVQ n+16(FP), R11        \
 	HASH(long)
 
-// BLOCK puts in AX the block of the hash in AX, as layout.blockOf finds
-// it, and its residue in BX; uses DX.
+// BLOCK finds the block of the hash in AX as layout.blockOf does: it
+// leaves the filter's first block in AX and the block's byte offset from
+// it in DX, so that a read can address it with no add, and the residue in
+// BX.
 #define BLOCK \
-	MOVL AX, BX                  \
-	MULQ layout_nblocks(DI)      \
-	SHLQ $6, DX                  \
-	MOVQ layout_blocks(DI), AX   \
-	ADDQ DX, AX
+	MOVL AX, BX                \
+	MULQ layout_nblocks(DI)    \
+	SHLQ $6, DX                \
+	MOVQ layout_blocks(DI), AX
 
-// KEYBLOCK is KEY, then BLOCK when the layout has the vector probe: the
-// block's address in AX, the residue in BX, the probe in CX and LANEBITS
-// loaded. Without it, it jumps to scalar with the hash in AX; for a long
-// key, to long.
-#define KEYBLOCK(long, scalar) \
-	KEY(long)               \
+// KEYBLOCK is KEY, then BLOCK when the layout has a vector probe of one
+// half (vec8): the block at (AX)(DX*1), the residue in BX, the probe in
+// CX and LANEBITS loaded. Without it, it jumps to wide with the hash in
+// AX; for a long key, to long.
+#define KEYBLOCK(long, wide) \
+	KEY(long)                \
+	MOVQ layout_vec8(DI), CX \
+	TESTQ CX, CX             \
+	JZ   wide                \
+	LANEBITS                 \
+	BLOCK
+
+// WIDE is KEYBLOCK's way on at wide: BLOCK as KEYBLOCK leaves it, for the
+// probe of two halves (k > 8) in CX, or a jump to scalar with the hash in
+// AX where the layout has no vector probe.
+#define WIDE(scalar) \
 	MOVQ layout_vec(DI), CX \
 	TESTQ CX, CX            \
 	JZ   scalar             \
@@ -649,6 +682,8 @@ key_hash_long:
 	MOVB $0, ok+32(FP)
 	RET
 
+	HASH_OUT(key_hash_long)
+
 // func keyTest(l *layout, p *byte, n int) bool
 //
 // Filter.Test of the n bytes at p: HASH, then vecTest's probe. Where the
@@ -658,9 +693,17 @@ key_hash_long:
 // more than Test had before it was assembly (and no AVX-512 instruction
 // runs on a CPU without it).
 TEXT ·keyTest(SB), NOSPLIT|NOFRAME, $0-25
-	KEYBLOCK(key_test_long, key_test_scalar)
-	VMOVDQU64 (AX), Z0
-	PROBE(key_test_done)
+	KEYBLOCK(key_test_long, key_test_wide)
+	VMOVDQU64 (AX)(DX*1), Z0
+	PROBE8
+	SETCS    ret+24(FP)
+	VZEROUPPER
+	RET
+
+key_test_wide:
+	WIDE(key_test_scalar)
+	VMOVDQU64 (AX)(DX*1), Z0
+	PROBE16
 	SETCS    ret+24(FP)
 	VZEROUPPER
 	RET
@@ -672,14 +715,19 @@ key_test_scalar:
 key_test_long:
 	JMP ·testKey(SB)
 
+	HASH_OUT(key_test_long)
+
 // func keyAdd(l *layout, p *byte, n int)
 //
 // Filter.Add of the n bytes at p: HASH, then vecAdd's test and write;
 // addHash and addKey are its ways out, as keyTest's.
 TEXT ·keyAdd(SB), NOSPLIT|NOFRAME, $0-24
-	KEYBLOCK(key_add_long, key_add_scalar)
+	KEYBLOCK(key_add_long, key_add_wide)
+	ADDQ      DX, AX
 	VMOVDQU64 (AX), Z0
-	PROBE(key_add_tested)
+	PROBE8
+
+key_add_tested:
 	JCS      key_add_done // all set already
 	MASK(Z8, key_mask_round)
 	VPORQ     Z0, Z8, Z8
@@ -689,12 +737,21 @@ key_add_done:
 	VZEROUPPER
 	RET
 
+key_add_wide:
+	WIDE(key_add_scalar)
+	ADDQ      DX, AX
+	VMOVDQU64 (AX), Z0
+	PROBE16
+	JMP key_add_tested
+
 key_add_scalar:
 	MOVQ AX, p+8(FP) // addHash(l, h, _)
 	JMP  ·addHash(SB)
 
 key_add_long:
 	JMP ·addKey(SB)
+
+	HASH_OUT(key_add_long)
 
 // func keyAtomicAdd(l *layout, p *byte, n int)
 //
@@ -704,9 +761,12 @@ key_add_long:
 // a loop and the locked ORs costs more here than in keyAdd: a frame's
 // loads on the way out wait for the fences.
 TEXT ·keyAtomicAdd(SB), NOSPLIT|NOFRAME, $0-24
-	KEYBLOCK(key_atomic_long, key_atomic_scalar)
+	KEYBLOCK(key_atomic_long, key_atomic_wide)
+	ADDQ      DX, AX
 	VMOVDQU64 (AX), Z0
-	PROBE(key_atomic_tested)
+	PROBE8
+
+key_atomic_tested:
 	JCS key_atomic_done
 	MASK(Z8, key_mask_round2)
 	TXOR(key_atomic_done, key_atomic_locked)
@@ -716,9 +776,18 @@ key_atomic_done:
 	VZEROUPPER
 	RET
 
+key_atomic_wide:
+	WIDE(key_atomic_scalar)
+	ADDQ      DX, AX
+	VMOVDQU64 (AX), Z0
+	PROBE16
+	JMP key_atomic_tested
+
 key_atomic_scalar:
 	MOVQ AX, p+8(FP) // atomicAddHash(l, h, _)
 	JMP  ·atomicAddHash(SB)
 
 key_atomic_long:
 	JMP ·atomicAddKey(SB)
+
+	HASH_OUT(key_atomic_long)

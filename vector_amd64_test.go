@@ -202,7 +202,7 @@ func TestSingleKeyCallsAgreeWithBatches(t *testing.T) {
 						t.Fatal(err)
 					}
 					if !vector {
-						f.vec = nil
+						f.setVec(nil)
 					}
 					return f
 				}
@@ -258,7 +258,8 @@ func TestSingleKeyCallsAgreeWithBatches(t *testing.T) {
 // runtime move it.
 func TestSingleKeyFallbackGrowsTheStack(t *testing.T) {
 	f, a := New(1000, 0.01), NewAtomic(1000, 0.01)
-	f.vec, a.vec = nil, nil
+	f.setVec(nil)
+	a.setVec(nil)
 	var recurse func(depth int) bool
 	recurse = func(depth int) bool {
 		var key [20]byte

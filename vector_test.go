@@ -62,7 +62,7 @@ func TestVectorMatchesProbes(t *testing.T) {
 		if f.vec == nil && probeChoice != "scalar" {
 			t.Fatalf("k=%d: no vector probe though the CPU has one", k)
 		}
-		f.vec = makeVecProbe(f.parts[:k])
+		f.setVec(makeVecProbe(f.parts[:k]))
 		var sizes []uint32
 		for _, p := range f.parts[:k] {
 			sizes = append(sizes, p.size)
