@@ -422,3 +422,53 @@ func TestOrCopies(t *testing.T) {
 		}
 	}
 }
+
+// TestOrCopiesBesideAdds runs the OR pass while another goroutine ORs
+// bits into the same words atomically, as AtomicFilter.Add does during a
+// load: at the end every bit of both must be there. The blocks are few, so
+// that the other goroutine often writes a word between the pass's check
+// of it and its OR.
+func TestOrCopiesBesideAdds(t *testing.T) {
+	const n, rounds = 64, 300
+	r := rand.New(rand.NewPCG(15, 16))
+	copies := [][]block{make([]block, n), make([]block, n)}
+	for _, c := range copies {
+		for i := range c {
+			c[i] = randomBlock(r)
+		}
+	}
+	for round := range rounds {
+		dst := make([]block, n)
+		added := make([]block, n) // what the other goroutine ORed in
+		started, done, stopped := make(chan struct{}), make(chan struct{}), make(chan struct{})
+		go func() {
+			defer close(stopped)
+			r := rand.New(rand.NewPCG(17, uint64(round)))
+			for j := 0; ; j++ {
+				if j == 1 {
+					close(started)
+				}
+				select {
+				case <-done:
+					return
+				default:
+				}
+				i, w, bit := r.IntN(n), r.IntN(blockWords), uint64(1)<<r.IntN(64)
+				atomic.OrUint64(&dst[i][w], bit)
+				added[i][w] |= bit
+			}
+		}()
+		<-started
+		orCopies(dst, copies, 0)
+		close(done)
+		<-stopped
+		for i := range dst {
+			for w := range blockWords {
+				want := copies[0][i][w] | copies[1][i][w] | added[i][w]
+				if got := atomic.LoadUint64(&dst[i][w]); got != want {
+					t.Fatalf("round %d, block %d word %d: %#x, want %#x", round, i, w, got, want)
+				}
+			}
+		}
+	}
+}
