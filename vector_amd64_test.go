@@ -170,11 +170,16 @@ func FuzzKeyHash(f *testing.F) {
 // hashes the key itself, against the batched calls, which hash in Go:
 // keys of every length the vector code takes and beyond, with the
 // default seed and another, with the vector probe and without it (where
-// the assembly calls back into Go).
+// the assembly calls back into Go), for k ≤ 8 and k > 8 (vec8 and WIDE),
+// and with each way AtomicFilter writes.
 func TestSingleKeyCallsAgreeWithBatches(t *testing.T) {
 	if !hasVector {
 		t.Skip("no vector probe on this CPU")
 	}
+	forEachAtomicWrite(t, testSingleKeyCallsAgreeWithBatches)
+}
+
+func testSingleKeyCallsAgreeWithBatches(t *testing.T) {
 	r := rand.New(rand.NewPCG(3, 4))
 	var keys [][]byte
 	for n := 0; n <= 200; n++ {
