@@ -51,38 +51,39 @@
 // RESIDUE puts the residue in BX, zero-extended, in every lane of Z1.
 #define RESIDUE VPBROADCASTQ BX, Z1
 
-// PROBE tests the residue in BX against the block in Z0, the vector probe
-// in CX: RESIDUE, BITS and TESTBITS for lanes 0-7, and for lanes 8-15 when
-// the probe has them, then ALLSET, which leaves CF set when every bit of
-// the key is. tested is a label of the caller's, for the skip past the
-// second half.
-#define PROBE(tested) \
-	RESIDUE                 \
-	BITS(0, Z3)             \
-	TESTBITS(Z3, K1)        \
-	CMPQ HALVES(CX), $1     \
-	JEQ  tested             \
-	BITS(64, Z13)           \
-	TESTBITS(Z13, K2)       \
-	KANDQ K2, K1, K1        \
-tested:                     \
-	ALLSET
-
-// PROBE8 is PROBE for a probe of one half (k ≤ 8), with no test of
-// HALVES; PROBE16 for one of two.
-#define PROBE8 \
+// LANES0 is RESIDUE, BITS and TESTBITS for lanes 0-7 (partitions 0-7)
+// into K1; LANES8 is BITS and TESTBITS for lanes 8-15, ANDed into K1.
+#define LANES0 \
 	RESIDUE          \
 	BITS(0, Z3)      \
-	TESTBITS(Z3, K1) \
+	TESTBITS(Z3, K1)
+
+#define LANES8 \
+	BITS(64, Z13)     \
+	TESTBITS(Z13, K2) \
+	KANDQ K2, K1, K1
+
+// PROBE tests the residue in BX against the block in Z0, the vector probe
+// in CX: LANES0, and LANES8 when the probe has them, then ALLSET, which
+// leaves CF set when every bit of the key is. tested is a label of the
+// caller's, for the skip past the second half. PROBE8 and PROBE16 are
+// PROBE for a probe known to have one half (k ≤ 8) or two, with no test
+// of HALVES.
+#define PROBE(tested) \
+	LANES0              \
+	CMPQ HALVES(CX), $1 \
+	JEQ  tested         \
+	LANES8              \
+tested:                 \
+	ALLSET
+
+#define PROBE8 \
+	LANES0 \
 	ALLSET
 
 #define PROBE16 \
-	RESIDUE           \
-	BITS(0, Z3)       \
-	TESTBITS(Z3, K1)  \
-	BITS(64, Z13)     \
-	TESTBITS(Z13, K2) \
-	KANDQ K2, K1, K1  \
+	LANES0 \
+	LANES8 \
 	ALLSET
 
 // LOAD8 loads, for the loops over many hashes with k ≤ 8 (one half), the
@@ -643,27 +644,26 @@ hash_pair2:                                                              \
 	SHLQ $6, DX                \
 	MOVQ layout_blocks(DI), AX
 
-// KEYBLOCK is KEY, then BLOCK when the layout has a vector probe of one
-// half (vec8): the block at (AX)(DX*1), the residue in BX, the probe in
-// CX and LANEBITS loaded. Without it, it jumps to wide with the hash in
-// AX; for a long key, to long.
-#define KEYBLOCK(long, wide) \
-	KEY(long)                \
-	MOVQ layout_vec8(DI), CX \
-	TESTQ CX, CX             \
-	JZ   wide                \
-	LANEBITS                 \
+// VECBLOCK loads the vector probe at field of the layout in DI into CX
+// and, when there is one, loads LANEBITS and does BLOCK; when there is
+// none it jumps to none with the hash still in AX.
+#define VECBLOCK(field, none) \
+	MOVQ field(DI), CX \
+	TESTQ CX, CX       \
+	JZ   none          \
+	LANEBITS           \
 	BLOCK
 
-// WIDE is KEYBLOCK's way on at wide: BLOCK as KEYBLOCK leaves it, for the
-// probe of two halves (k > 8) in CX, or a jump to scalar with the hash in
-// AX where the layout has no vector probe.
-#define WIDE(scalar) \
-	MOVQ layout_vec(DI), CX \
-	TESTQ CX, CX            \
-	JZ   scalar             \
-	LANEBITS                \
-	BLOCK
+// KEYBLOCK is KEY, then VECBLOCK for a vector probe of one half (vec8):
+// the block at (AX)(DX*1), the residue in BX, the probe in CX. Without
+// one it jumps to wide, where WIDE does the same for a probe of two halves
+// (vec) or jumps to scalar where the layout has no vector probe; for a
+// long key, to long.
+#define KEYBLOCK(long, wide) \
+	KEY(long)                       \
+	VECBLOCK(layout_vec8, wide)
+
+#define WIDE(scalar) VECBLOCK(layout_vec, scalar)
 
 // func keyHash(l *layout, p *byte, n int) (h uint64, ok bool)
 //
