@@ -6,22 +6,11 @@ import "github.com/zeebo/xxh3"
 // ns, and a loop of single calls overlaps only the two or three misses that
 // fit in the CPU's instruction window. The batched calls hash their keys a
 // window of batchSize at a time, and while they probe key i they prefetch
-// the block of key i+prefetchDistance, prefetchStep keys per call to the
-// prefetch routine: a steady stream of misses in flight, each block
-// arriving about when its key is probed.
-//
-// An earlier design prefetched a whole window of 64 at once, then probed
-// it. On a 2-vCPU AMD EPYC VM, TestBatch on a 125 MB filter (10^8 keys)
-// took 38-54 ns a key that way and 21-26 with the rolling prefetch at
-// distances 16 to 48 (48: 21-23). On a 1.25 GB filter, distances of 64 to
-// 128 (in windows of 128) measured no better than 48. The burst asks for more misses than the
-// core can track, and the prefetches beyond that wait. At 3·10^7 keys it
-// went from 49-54 to 21-27 ns, and at 10^6 from 23-25 to 19-21.
-const (
-	batchSize        = 64
-	prefetchDistance = 48 // keys ahead; at most batchSize
-	prefetchStep     = 8
-)
+// the block of key i+prefetchDistance (at most batchSize), prefetchStep
+// keys per call to the prefetch routine: a steady stream of misses in
+// flight, each block arriving about when its key is probed. The three
+// constants depend on what a prefetch is (prefetch_amd64.go,
+// prefetch_other.go).
 
 // Hash returns the filter's hash of key: XXH3_64bits seeded with the
 // filter's seed. Filters with the same Seed share hashes whatever their size

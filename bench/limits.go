@@ -23,15 +23,6 @@ type line [8]uint64
 // sink keeps the sums of the reads, so the compiler cannot drop them.
 var sink uint64
 
-// Limit prefetch pipeline: the same constants as the library's batched
-// calls (batch.go), so that the batched limit keeps the same number of
-// misses in flight.
-const (
-	limitWindow   = 64
-	limitDistance = 48
-	limitStep     = 8
-)
-
 // newLines returns n lines, 64-byte aligned, advised for huge pages like a
 // filter, and filled with pseudo-random words on all cores.
 func newLines(n uint64) []line {
