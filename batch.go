@@ -12,6 +12,10 @@ import "github.com/zeebo/xxh3"
 // constants depend on what a prefetch is (prefetch_amd64.go,
 // prefetch_other.go).
 
+// prefetchAhead reaches at most one window ahead: a prefetchDistance
+// larger than batchSize does not compile.
+const _ = uint(batchSize - prefetchDistance)
+
 // Hash returns the filter's hash of key: XXH3_64bits seeded with the
 // filter's seed. Filters with the same Seed share hashes whatever their size
 // and k, so a key hashed once can be routed to and probed in several of them
