@@ -5,15 +5,15 @@ package ohbloom
 import "sync/atomic"
 
 // The batched calls' pipeline (batch.go) without a prefetch instruction:
-// windows of 256 keys, whose second half's blocks are loaded while the
-// first half is probed, 128 keys at a time. The loads that stand in for
+// windows of 256 keys, taken 128 at a time, the blocks of the next 128
+// keys loaded before these 128 are probed. The loads that stand in for
 // prefetches retire only once their lines arrive, and everything after
-// them waits to retire behind them, so a few loads at a time, as
-// PREFETCHT0 is used, hold the probes back again and again; a long run of
-// them is in flight at once and waits once. Under purego on an Intel Xeon
+// them waits to retire behind them: a few loads at a time, as PREFETCHT0
+// is used, hold the probes back again and again, while a long run of them
+// is in flight at once and waits once. Under purego on an Intel Xeon
 // (2026-12-04, 3·10^7 keys, 3 alternated processes each), TestBatch took
 // 25 ns a key against 39 in steps of 8 keys 48 ahead, and AddBatch 28
-// against 37; steps of 64 (windows of 128) came to 28-30, steps of 32 to
+// against 37; steps of 64 (windows of 128) came to 27-30, steps of 32 to
 // 30-31.
 const (
 	batchSize        = 256
