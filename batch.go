@@ -128,7 +128,7 @@ func runKeys[K []byte | string](l *layout, keys []K, op op, results []bool) {
 	}
 	var ring [2][batchSize]uint64
 	cur := ring[0][:min(batchSize, len(keys))]
-	hashWindow(cur, keys[:len(cur)], l.seed)
+	hashWindow(l, cur, keys[:len(cur)])
 	l.prefetch(cur[:min(prefetchDistance, len(cur))])
 	for w := 0; len(cur) > 0; w++ {
 		from := min(len(keys), (w+1)*batchSize)
@@ -141,7 +141,7 @@ func runKeys[K []byte | string](l *layout, keys []K, op op, results []bool) {
 			// reach two steps from now.
 			if i < len(next) {
 				end := min(len(next), i+prefetchStep)
-				hashWindow(next[i:end], nextKeys[i:end], l.seed)
+				hashWindow(l, next[i:end], nextKeys[i:end])
 			}
 			l.probeWindow(op, cur[i:min(n, i+prefetchStep)], results[min(len(results), w*batchSize+i):])
 		}
@@ -171,10 +171,11 @@ func (l *layout) probeRolling(op op, cur, next []uint64, results []bool) {
 	}
 }
 
-// hashWindow hashes keys into hs. The type switch, once a window, lets the
-// loops call xxh3 directly: through a function value, the call per key
-// cost 1-2 ns.
-func hashWindow[K []byte | string](hs []uint64, keys []K, seed uint64) {
+// goHashWindow hashes keys into hs with xxh3, where hashWindow has no
+// assembly hash (vector_other.go) and for the keys too long for it
+// (vector_amd64.go). The type switch, once a window, lets the loops call
+// xxh3 directly: through a function value, the call per key cost 1-2 ns.
+func goHashWindow[K []byte | string](hs []uint64, keys []K, seed uint64) {
 	switch ks := any(keys).(type) {
 	case [][]byte:
 		for i := range hs {

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"testing"
+
+	"github.com/zeebo/xxh3"
 )
 
 // batchKeys returns keys of every shape, the empty key, and duplicates,
@@ -165,6 +167,49 @@ func TestBatchEveryK(t *testing.T) {
 			for i, h := range hs {
 				if got[i] != ref.TestHash(h) {
 					t.Fatalf("k=%d: %s of hash %d: %v, TestHash %v", k, name, i, got[i], !got[i])
+				}
+			}
+		}
+	}
+}
+
+// TestHashWindowIsXXH3: the batched calls' hash of a window is XXH3 with
+// the filter's seed for every key, of every length from 0 to 300 bytes
+// (past the assembly hash's 128, whose longer keys go to xxh3 in the
+// middle of a window), as bytes and as strings, for several seeds.
+func TestHashWindowIsXXH3(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 7))
+	data := make([]byte, 300)
+	for i := range data {
+		data[i] = byte(r.Uint32())
+	}
+	var keys [][]byte
+	for n := range len(data) + 1 {
+		keys = append(keys, data[r.IntN(len(data)-n+1):][:n])
+	}
+	keys = append(keys, nil)
+	r.Shuffle(len(keys), func(i, j int) { keys[i], keys[j] = keys[j], keys[i] })
+	strs := make([]string, len(keys))
+	for i, k := range keys {
+		strs[i] = string(k)
+	}
+	for _, seed := range []uint64{0, DefaultSeed, 1 << 63, 0x8000000080000001} {
+		f, err := NewWithConfig(Config{Capacity: 1000, FPR: 0.01, Seed: seed})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, window := range []int{1, 7, batchSize, len(keys)} {
+			hs, hstr := make([]uint64, len(keys)), make([]uint64, len(keys))
+			for at := 0; at < len(keys); at += window {
+				end := min(len(keys), at+window)
+				hashWindow(&f.layout, hs[at:end], keys[at:end])
+				hashWindow(&f.layout, hstr[at:end], strs[at:end])
+			}
+			for i, k := range keys {
+				want := xxh3.HashSeed(k, seed)
+				if hs[i] != want || hstr[i] != want {
+					t.Fatalf("seed %#x, window %d: key of %d bytes hashed to %#x (bytes) and %#x (string); xxh3 gives %#x",
+						seed, window, len(k), hs[i], hstr[i], want)
 				}
 			}
 		}

@@ -231,7 +231,7 @@ func rangeBuild[K []byte | string](f *AtomicFilter, keys []K, workers int) {
 			from, to := len(keys)*w/workers, len(keys)*(w+1)/workers
 			for at := from; at < to; at += batchSize {
 				n := min(batchSize, to-at)
-				hashWindow(hs[:n], keys[at:at+n], f.seed)
+				hashWindow(&f.layout, hs[:n], keys[at:at+n])
 				r.route(hs[:n])
 			}
 			r.finish()

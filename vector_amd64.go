@@ -98,6 +98,30 @@ func atomicAddHash(l *layout, h uint64, _ int) { l.atomicAddBits(l.blockOf(h), r
 //go:noescape
 func keyHash(l *layout, p *byte, n int) (h uint64, ok bool)
 
+// keyHashes is keyHash over many keys: key i's header ([]byte or string:
+// pointer, then length) is at keys + i·stride. It hashes into hs until hs
+// is full or a key is longer than keyHash takes, and returns how many it
+// hashed.
+//
+//go:noescape
+func keyHashes(l *layout, keys unsafe.Pointer, stride uintptr, hs []uint64) int
+
+// hashWindow hashes keys into hs with the assembly hash, the single-key
+// calls' own: in one call per window rather than a Go call of xxh3's
+// per key, which made the batched calls slower than a loop of Test on a
+// filter in the caches (7.8 against 6.4 ns a key on an AMD EPYC, 10^6
+// keys). A key longer than it takes goes to xxh3.
+func hashWindow[K []byte | string](l *layout, hs []uint64, keys []K) {
+	keys = keys[:len(hs)]
+	for i := 0; i < len(hs); {
+		i += keyHashes(l, unsafe.Pointer(&keys[i]), unsafe.Sizeof(keys[i]), hs[i:])
+		if i < len(hs) {
+			goHashWindow(hs[i:i+1], keys[i:i+1], l.seed)
+			i++
+		}
+	}
+}
+
 // hashSecret is the first 128 bytes of XXH3's default secret, as words,
 // with a seed folded in as XXH3 folds it for keys of 17 to 128 bytes: added
 // to the first word of each 16-byte pair, subtracted from the second. The

@@ -684,6 +684,40 @@ key_hash_long:
 
 	HASH_OUT(key_hash_long)
 
+// func keyHashes(l *layout, keys unsafe.Pointer, stride uintptr, hs []uint64) int
+//
+// HASH of one key after another into hs, for the batched calls: key i's
+// pointer and length are the first two words at keys + i·stride (a
+// []byte's or a string's header). It stops at the first key longer than
+// HASH takes and returns how many it hashed.
+TEXT ·keyHashes(SB), NOSPLIT|NOFRAME, $0-56
+	MOVQ  l+0(FP), DI
+	MOVQ  keys+8(FP), R8
+	MOVQ  stride+16(FP), BX
+	MOVQ  hs_base+24(FP), R13
+	MOVQ  hs_len+32(FP), R12
+	TESTQ R12, R12
+	JZ    key_hashes_done
+	PCALIGN $32
+
+key_hashes_loop:
+	MOVQ 0(R8), SI
+	MOVQ 8(R8), R11
+	HASH(key_hashes_done)
+	MOVQ AX, (R13)
+	ADDQ $8, R13
+	ADDQ BX, R8
+	DECQ R12
+	JNZ  key_hashes_loop
+
+key_hashes_done:
+	MOVQ hs_len+32(FP), AX
+	SUBQ R12, AX
+	MOVQ AX, ret+48(FP)
+	RET
+
+	HASH_OUT(key_hashes_done)
+
 // func keyTest(l *layout, p *byte, n int) bool
 //
 // Filter.Test of the n bytes at p: HASH, then vecTest's probe. Where the
