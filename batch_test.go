@@ -215,3 +215,25 @@ func TestHashWindowIsXXH3(t *testing.T) {
 		}
 	}
 }
+
+// TestPrefetchForWriteChangesNothing: the write prefetch of a buffer, at
+// any length and capacity and from any offset, leaves every word of it,
+// and of its neighbours, as it was.
+func TestPrefetchForWriteChangesNothing(t *testing.T) {
+	mem := make([]uint64, 4096)
+	for i := range mem {
+		mem[i] = uint64(i)*0x9e3779b97f4a7c15 + 1
+	}
+	want := append([]uint64(nil), mem...)
+	for _, from := range []int{0, 1, 7, 8, 100} {
+		for _, c := range []int{0, 1, 8, 9, 1024, 2000} {
+			prefetchForWrite(mem[from : from : from+c])
+			prefetchForWrite(mem[from : from+c/2 : from+c])
+		}
+	}
+	for i := range mem {
+		if mem[i] != want[i] {
+			t.Fatalf("word %d changed from %#x to %#x", i, want[i], mem[i])
+		}
+	}
+}

@@ -374,6 +374,13 @@ func (f *AtomicFilter) addSeqCopies(keys iter.Seq[[]byte], workers int) (n uint6
 				hand(b)
 				b = <-free
 				hs = b.hs
+				// The batch's lines were last read by the worker that
+				// added it, on another core, so the first write to each
+				// must take the line back; asking for all of them at
+				// once rather than at each write took AddSeq of 5·10^7
+				// keys on a 2-vCPU AMD EPYC VM from 23.6-27.5 to
+				// 15.2-17.8 ns a key.
+				prefetchForWrite(hs)
 			}
 		}
 	})

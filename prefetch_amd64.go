@@ -44,3 +44,17 @@ func prefetchEntries(blocks []block, ps []uint64) {
 		prefetchPacked(unsafe.Pointer(&blocks[0]), ps)
 	}
 }
+
+// prefetchWrite asks for the lines cache lines from p for writing
+// (prefetch_amd64.s).
+//
+//go:noescape
+func prefetchWrite(p unsafe.Pointer, lines int)
+
+// prefetchForWrite asks for the memory of hs[:cap(hs)] for writing: a
+// hint, which changes no byte (TestPrefetchForWriteChangesNothing).
+func prefetchForWrite(hs []uint64) {
+	if cap(hs) > 0 {
+		prefetchWrite(unsafe.Pointer(unsafe.SliceData(hs)), (cap(hs)*8+63)/64)
+	}
+}

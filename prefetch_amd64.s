@@ -50,3 +50,24 @@ packed_loop:
 
 packed_done:
 	RET
+
+// func prefetchWrite(p unsafe.Pointer, lines int)
+//
+// PREFETCHW each of the lines cache lines from p: ask for them in the
+// state a write needs, all at once, before the writes come one by one.
+// (Go's assembler has no PREFETCHW mnemonic; the bytes are PREFETCHW (AX).
+// Where the CPU lacks the instruction, the encoding is a NOP.)
+TEXT ·prefetchWrite(SB), NOSPLIT|NOFRAME, $0-16
+	MOVQ  p+0(FP), AX
+	MOVQ  lines+8(FP), CX
+	TESTQ CX, CX
+	JZ    write_done
+
+write_loop:
+	BYTE $0x0F; BYTE $0x0D; BYTE $0x08
+	ADDQ $64, AX
+	DECQ CX
+	JNZ  write_loop
+
+write_done:
+	RET

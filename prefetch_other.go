@@ -48,3 +48,6 @@ func prefetchEntries(blocks []block, ps []uint64) {
 //
 //go:noinline
 func keep(uint64) {}
+
+// prefetchForWrite does nothing here: Go has no portable prefetch.
+func prefetchForWrite([]uint64) {}
