@@ -216,24 +216,33 @@ func TestHashWindowIsXXH3(t *testing.T) {
 	}
 }
 
-// TestPrefetchForWriteChangesNothing: the write prefetch of a buffer, at
-// any length and capacity and from any offset, leaves every word of it,
-// and of its neighbours, as it was.
-func TestPrefetchForWriteChangesNothing(t *testing.T) {
-	mem := make([]uint64, 4096)
-	for i := range mem {
-		mem[i] = uint64(i)*0x9e3779b97f4a7c15 + 1
+// TestHandOver: handOver copies every word of src, at any length and
+// from any offset of dst's memory, returns exactly those words, and leaves
+// the memory past them as it was.
+func TestHandOver(t *testing.T) {
+	src := make([]uint64, 2100)
+	for i := range src {
+		src[i] = uint64(i)*0x9e3779b97f4a7c15 + 1
 	}
-	want := append([]uint64(nil), mem...)
 	for _, from := range []int{0, 1, 7, 8, 100} {
-		for _, c := range []int{0, 1, 8, 9, 1024, 2000} {
-			prefetchForWrite(mem[from : from : from+c])
-			prefetchForWrite(mem[from : from+c/2 : from+c])
-		}
-	}
-	for i := range mem {
-		if mem[i] != want[i] {
-			t.Fatalf("word %d changed from %#x to %#x", i, want[i], mem[i])
+		for _, n := range []int{0, 1, 7, 8, 9, 1024, 2000} {
+			mem := make([]uint64, 2200)
+			for i := range mem {
+				mem[i] = ^uint64(i)
+			}
+			got := handOver(mem[from:from:from+n+5], src[3:3+n])
+			if len(got) != n || (n > 0 && &got[0] != &mem[from]) {
+				t.Fatalf("from %d, n %d: got %d words at another address", from, n, len(got))
+			}
+			for i := range mem {
+				want := ^uint64(i)
+				if i >= from && i < from+n {
+					want = src[3+i-from]
+				}
+				if mem[i] != want {
+					t.Fatalf("from %d, n %d: word %d is %#x, want %#x", from, n, i, mem[i], want)
+				}
+			}
 		}
 	}
 }

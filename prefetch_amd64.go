@@ -45,16 +45,21 @@ func prefetchEntries(blocks []block, ps []uint64) {
 	}
 }
 
-// prefetchWrite asks for the lines cache lines from p for writing
-// (prefetch_amd64.s).
+// copyStream copies n words from src to dst with non-temporal stores and
+// fences them (prefetch_amd64.s).
 //
 //go:noescape
-func prefetchWrite(p unsafe.Pointer, lines int)
+func copyStream(dst, src *uint64, n int)
 
-// prefetchForWrite asks for the memory of hs[:cap(hs)] for writing: a
-// hint, which changes no byte (TestPrefetchForWriteChangesNothing).
-func prefetchForWrite(hs []uint64) {
-	if cap(hs) > 0 {
-		prefetchWrite(unsafe.Pointer(unsafe.SliceData(hs)), (cap(hs)*8+63)/64)
+// handOver copies src into dst[:len(src)], for a goroutine on another core
+// to read next, and returns dst[:len(src)]. The stores bypass the cache:
+// dst was last read on the other core, and ordinary stores would first
+// have to take each of its lines back from there, one at a time, while
+// these write the lines out whole (TestHandOver).
+func handOver(dst, src []uint64) []uint64 {
+	dst = dst[:len(src)]
+	if len(src) > 0 {
+		copyStream(unsafe.SliceData(dst), unsafe.SliceData(src), len(src))
 	}
+	return dst
 }

@@ -51,23 +51,27 @@ packed_loop:
 packed_done:
 	RET
 
-// func prefetchWrite(p unsafe.Pointer, lines int)
+// func copyStream(dst, src *uint64, n int)
 //
-// PREFETCHW each of the lines cache lines from p: ask for them in the
-// state a write needs, all at once, before the writes come one by one.
-// (Go's assembler has no PREFETCHW mnemonic; the bytes are PREFETCHW (AX).
-// Where the CPU lacks the instruction, the encoding is a NOP.)
-TEXT ·prefetchWrite(SB), NOSPLIT|NOFRAME, $0-16
-	MOVQ  p+0(FP), AX
-	MOVQ  lines+8(FP), CX
+// Copy n words from src to dst with non-temporal stores (MOVNTI), which
+// write whole lines to memory without first reading them into this core's
+// cache, then SFENCE: those stores are weakly ordered, and the fence puts
+// them before every later store, the one that hands dst over among them.
+TEXT ·copyStream(SB), NOSPLIT|NOFRAME, $0-24
+	MOVQ  dst+0(FP), DI
+	MOVQ  src+8(FP), SI
+	MOVQ  n+16(FP), CX
 	TESTQ CX, CX
-	JZ    write_done
+	JZ    stream_done
 
-write_loop:
-	BYTE $0x0F; BYTE $0x0D; BYTE $0x08
-	ADDQ $64, AX
-	DECQ CX
-	JNZ  write_loop
+stream_loop:
+	MOVQ    (SI), AX
+	MOVNTIQ AX, (DI)
+	ADDQ    $8, SI
+	ADDQ    $8, DI
+	DECQ    CX
+	JNZ     stream_loop
 
-write_done:
+stream_done:
+	SFENCE
 	RET

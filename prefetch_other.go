@@ -49,5 +49,6 @@ func prefetchEntries(blocks []block, ps []uint64) {
 //go:noinline
 func keep(uint64) {}
 
-// prefetchForWrite does nothing here: Go has no portable prefetch.
-func prefetchForWrite([]uint64) {}
+// handOver copies src into dst[:len(src)] and returns it: without
+// non-temporal stores, an ordinary copy.
+func handOver(dst, src []uint64) []uint64 { return append(dst[:0], src...) }
