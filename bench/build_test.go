@@ -6,7 +6,6 @@ import (
 	"math"
 	"math/bits"
 	"runtime"
-	"runtime/debug"
 	"strconv"
 	"strings"
 	"sync"
@@ -23,7 +22,6 @@ var (
 	buildSizes  = flag.String("build.n", "50000000", "comma-separated key counts of BenchmarkBuild")
 	buildRounds = flag.Int("build.rounds", 3, "interleaved rounds of BenchmarkBuild")
 	buildPeers  = flag.Int("build.peers", 50_000_000, "largest n at which BenchmarkBuild runs the slow classic filters")
-	buildWarm   = flag.Int("build.warm", 0, "GiB of memory BenchmarkBuild touches and frees before its rounds (see warmMemory)")
 )
 
 // kHashFilter is the textbook Bloom filter: m bits and k independent
@@ -230,11 +228,10 @@ func (s *liveStreams) stop() {
 // s/build and ns/key, and the CPU others took meanwhile (otherCPU).
 // "two-addbatch-ceiling" is the most two cores can do: two independent
 // single-core builds side by side. The -ranges builds are AddParallel and
-// AddSeq with a memory budget of one filter. -build.warm touches and frees
-// that much memory first (warmMemory).
+// AddSeq with a memory budget of one filter.
 //
 //	cd bench && go test -c -o build.test
-//	flock /tmp/ohbloom-bench.lock ./build.test -test.run '^$' -test.bench Build -test.benchtime 1x -test.timeout 3h -build.n 50000000,100000000 -build.warm 16 > build.txt
+//	flock /tmp/ohbloom-bench.lock ./build.test -test.run '^$' -test.bench Build -test.benchtime 1x -test.timeout 3h -build.n 50000000,100000000 > build.txt
 //	go run ./cmd/limitstable < build.txt
 func BenchmarkBuild(b *testing.B) {
 	var sizes []int
@@ -244,9 +241,6 @@ func BenchmarkBuild(b *testing.B) {
 			b.Fatal(err)
 		}
 		sizes = append(sizes, int(n))
-	}
-	if *buildWarm > 0 {
-		b.Logf("warm-up: first touch of %d GiB at %.2f GB/s", *buildWarm, warmMemory(*buildWarm<<30))
 	}
 	for _, n := range sizes {
 		if testing.Short() {
@@ -281,29 +275,6 @@ func BenchmarkBuild(b *testing.B) {
 			}
 		}
 	}
-}
-
-// warmMemory writes one byte of every page of size fresh bytes, hands them
-// back to the operating system, and returns the rate of the writes. On a
-// VM whose hypervisor backs guest memory only when the guest first touches
-// it, that first touch cost about 2 ms a MB on the 2-vCPU AMD EPYC VM of
-// docs/build.md (0.49 GB/s, against 9-14 GB/s for memory the guest had
-// touched before), and the builds that fault in more fresh memory (the
-// private copies of AddParallel) paid it in some rounds and not in others,
-// as the kernel handed out cold or warm pages. After warmMemory the
-// kernel's free pages are backed, and the rounds pay only the guest's own
-// page faults.
-func warmMemory(size int) float64 {
-	mem := make([]byte, size)
-	start := time.Now()
-	for i := 0; i < len(mem); i += 4096 {
-		mem[i] = 1
-	}
-	rate := float64(size) / time.Since(start).Seconds() / 1e9
-	mem = nil
-	runtime.GC()
-	debug.FreeOSMemory()
-	return rate
 }
 
 // checkBuild fails b if a bulk key or a streamed key is missing.
