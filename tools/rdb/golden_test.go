@@ -463,4 +463,3 @@ func equalCuckoo(a, b *Cuckoo) bool {
 			return x.NumBuckets == y.NumBuckets && bytes.Equal(x.Data, y.Data)
 		})
 }
-

@@ -33,7 +33,7 @@ var encodingTypes = map[[2]string][]Type{
 	{"zset", "listpack"}: {TypeZsetListpack}, {"zset", "skiplist"}: {TypeZset2},
 	{"hash", "listpack"}: {TypeHashListpack}, {"hash", "listpackex"}: {TypeHashListpackEx},
 	{"hash", "hashtable"}: {TypeHash, TypeHashMetadata},
-	{"stream", "stream"}: {TypeStreamListpacks2, TypeStreamListpacks3},
+	{"stream", "stream"}:  {TypeStreamListpacks2, TypeStreamListpacks3},
 }
 
 func TestRealRedisFiles(t *testing.T) {

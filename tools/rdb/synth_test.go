@@ -120,7 +120,7 @@ func synthFile(version int, sum bool) ([]byte, []synthKey) {
 			f.n(4) // entries read
 		}
 		f.n(1).op(bytes.Repeat([]byte{7}, 16)...).u64(1700000000500).n(2) // PEL: ID, delivery time, count
-		f.n(1).s("alice").u64(1700000000600)                             // a consumer and its seen time
+		f.n(1).s("alice").u64(1700000000600)                              // a consumer and its seen time
 		if t >= TypeStreamListpacks3 {
 			f.u64(1700000000700) // active time
 		}
