@@ -36,7 +36,7 @@ func ParsePayload(p []byte) (Type, []byte, error) {
 		return 0, nil, errAt(0, ErrCorrupt, "unknown value type %d", p[0])
 	}
 	value := p[1:foot]
-	s := newStream(bytes.NewReader(value), int64(len(value)), min(len(value)+1, streamBuf))
+	s := newStream(bytes.NewReader(value), int64(len(value)), min(max(len(value), 64), streamBuf))
 	s.base = 1
 	s.size++ // offsets count the type byte
 	var err error

@@ -31,8 +31,9 @@ type Options struct {
 	// The others are skipped as they stream by, never held in memory.
 	Keep func(e *Entry) bool
 
-	// MaxValueBytes bounds what one kept value, key or AUX field may hold,
-	// compressed strings counted as expanded (0: only the input bounds it).
+	// MaxValueBytes bounds the bytes of one kept value as the file holds
+	// it, and of a key or AUX field as expanded (0: only the input bounds
+	// them).
 	MaxValueBytes int64
 }
 
@@ -118,7 +119,11 @@ func NewReader(r io.Reader, opts *Options) (*Reader, error) {
 	if size <= 0 {
 		size = inputSize(r)
 	}
-	s := newStream(r, size, streamBuf)
+	buf := streamBuf
+	if size >= 0 && size < streamBuf {
+		buf = max(int(size), 64) // a small input needs no big buffer; fixed reads need 16 bytes
+	}
+	s := newStream(r, size, buf)
 	s.sum = true
 	s.recMax = o.MaxValueBytes
 	rd := &Reader{s: s, keep: o.Keep, stats: Stats{Skipped: map[string]int64{}, ModuleAux: map[string]int64{}}}
