@@ -106,9 +106,10 @@ func DecodeBloom(value []byte) (*Bloom, error) {
 		}
 		b.Growth = uint32(v)
 	}
-	b.Links = make([]BloomLink, n)
-	for i := range b.Links {
-		l := &b.Links[i]
+	b.Links = make([]BloomLink, 0, min(n, 64)) // grown as links arrive
+	for range n {
+		b.Links = append(b.Links, BloomLink{})
+		l := &b.Links[len(b.Links)-1]
 		if l.Entries, err = c.loadUnsigned("link entries"); err != nil {
 			return nil, err
 		}

@@ -86,9 +86,10 @@ func DecodeCuckoo(value []byte) (*Cuckoo, error) {
 			*f.p = uint16(v)
 		}
 	}
-	cf.Filters = make([]CuckooFilter, n)
-	for i := range cf.Filters {
-		f := &cf.Filters[i]
+	cf.Filters = make([]CuckooFilter, 0, min(n, 64)) // grown as filters arrive
+	for range n {
+		cf.Filters = append(cf.Filters, CuckooFilter{})
+		f := &cf.Filters[len(cf.Filters)-1]
 		f.NumBuckets = cf.NumBuckets
 		if encver >= 4 {
 			if f.NumBuckets, err = c.loadUnsigned("filter buckets"); err != nil {
@@ -118,10 +119,13 @@ func (cf *Cuckoo) Validate() error {
 	if err := cf.validateHeader(len(cf.Filters)); err != nil {
 		return err
 	}
+	want := cf.NumBuckets
 	for i := range cf.Filters {
 		f := &cf.Filters[i]
-		want, ok := cuckooBuckets(cf.NumBuckets, cf.Expansion, i)
-		if !ok || f.NumBuckets != want {
+		if i > 0 {
+			want = nextCuckooBuckets(want, cf.Expansion)
+		}
+		if want == 0 || f.NumBuckets != want {
 			return errAt(0, ErrCorrupt, "cuckoo filter %d has %d buckets, not %d·%d^%d", i, f.NumBuckets, cf.NumBuckets, cf.Expansion, i)
 		}
 		hi, size := bits.Mul64(f.NumBuckets, uint64(cf.BucketSize))
@@ -144,18 +148,15 @@ func (cf *Cuckoo) validateHeader(n int) error {
 	return nil
 }
 
-// cuckooBuckets is the bucket count of filter i, numBuckets·expansion^i, as
-// RedisBloom computes it when the filter grows, if below 2^56.
-func cuckooBuckets(numBuckets uint64, expansion uint16, i int) (uint64, bool) {
-	n := numBuckets
-	for range i {
-		hi, lo := bits.Mul64(n, uint64(expansion))
-		if hi != 0 || lo > cuckooMaxNumBuckets {
-			return 0, false
-		}
-		n = lo
+// nextCuckooBuckets is the bucket count of the filter after one of n
+// buckets: n·expansion, as RedisBloom computes it when the filter grows, or
+// 0 past 2^56-1.
+func nextCuckooBuckets(n uint64, expansion uint16) uint64 {
+	hi, lo := bits.Mul64(n, uint64(expansion))
+	if hi != 0 || lo > cuckooMaxNumBuckets {
+		return 0
 	}
-	return n, n != 0
+	return lo
 }
 
 // AppendValue appends cf's TypeModule2 value as RedisBloom 2.8's CFRdbSave

@@ -583,4 +583,14 @@ func TestAbsurdChunkHeaders(t *testing.T) {
 	if n > maxAbsurdAlloc {
 		t.Errorf("allocated %d bytes", n)
 	}
+	// 65535 filters of one bucket of one byte, and 1000 bytes to fill
+	// them: refused before a filter is allocated.
+	binary.LittleEndian.PutUint64(ch[8:], 1)
+	binary.LittleEndian.PutUint64(ch[24:], 65535)
+	binary.LittleEndian.PutUint16(ch[32:], 1)
+	n = allocated(func() { _, err = CuckooFromScanDump([]Chunk{{1, ch}, {1001, make([]byte, 1000)}}) })
+	checkRefusal(t, "65535 cuckoo filters", err, 0, ErrCorrupt)
+	if n > 64<<10 {
+		t.Errorf("allocated %d bytes for 65535 claimed filters", n)
+	}
 }

@@ -223,11 +223,24 @@ func CuckooFromScanDump(chunks []Chunk) (*Cuckoo, error) {
 	if err := cf.validateHeader(int(min(n, cuckooMaxFilters+1))); err != nil {
 		return nil, err
 	}
+	// Every filter holds a byte at least: more filters than the chunks
+	// bring bytes are a claim, refused before anything is allocated for
+	// them.
+	var data uint64
+	for _, c := range chunks[1:] {
+		data += uint64(len(c.Data))
+	}
+	if n > data {
+		return nil, errAt(0, ErrCorrupt, "cuckoo header of %d filters, but the chunks hold %d bytes", n, data)
+	}
 	cf.Filters = make([]CuckooFilter, n)
 	sizes := make([]uint64, n)
+	nb := cf.NumBuckets
 	for i := range cf.Filters {
-		nb, ok := cuckooBuckets(cf.NumBuckets, cf.Expansion, i)
-		if !ok {
+		if i > 0 {
+			nb = nextCuckooBuckets(nb, cf.Expansion)
+		}
+		if nb == 0 {
 			return nil, errAt(0, ErrCorrupt, "cuckoo filter %d: %d·%d^%d buckets", i, cf.NumBuckets, cf.Expansion, i)
 		}
 		cf.Filters[i].NumBuckets = nb
