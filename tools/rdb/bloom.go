@@ -21,12 +21,13 @@ var (
 
 // The option bits of a Bloom chain (bloom.h's BLOOM_OPT_*).
 const (
-	BloomNoRound     = 1 // bits computed exactly, not rounded to a power of two
-	BloomEntsIsBits  = 2 // capacity given as log2 of the bits
-	BloomForce64     = 4 // 64-bit hashing (every chain RedisBloom 2.x creates)
-	BloomNoScaling   = 8 // NONSCALING: the chain never grows
-	bloomKnownOption = BloomNoRound | BloomEntsIsBits | BloomForce64 | BloomNoScaling
+	BloomNoRound    = 1 // bits computed exactly, not rounded to a power of two
+	BloomEntsIsBits = 2 // capacity given as log2 of the bits
+	BloomForce64    = 4 // 64-bit hashing (every chain RedisBloom 2.x creates)
+	BloomNoScaling  = 8 // NONSCALING: the chain never grows
 )
+
+const bloomKnownOption = BloomNoRound | BloomEntsIsBits | BloomForce64 | BloomNoScaling
 
 // bloomLN2 is bloom.c's LN2, a digit short of math.Ln2: the hashes check
 // must round as RedisBloom's does.

@@ -60,9 +60,10 @@ func (id ModuleID) EncVer() int { return int(id & 1023) }
 // String is the name and the encoding version, as "MBbloom--/4".
 func (id ModuleID) String() string { return id.Name() + "/" + strconv.Itoa(id.EncVer()) }
 
-// moduleValueID reads the module type ID at the start of a TypeModule2
-// value.
-func moduleValueID(value []byte) (ModuleID, error) {
+// ModuleOf reads the module type ID at the start of a TypeModule2 value,
+// which says its decoder: DecodeBloom for BloomTypeName, DecodeCuckoo for
+// CuckooTypeName.
+func ModuleOf(value []byte) (ModuleID, error) {
 	c := cursor{b: value}
 	id, err := c.number("module type ID")
 	return ModuleID(id), err
