@@ -594,3 +594,79 @@ func TestAbsurdChunkHeaders(t *testing.T) {
 		t.Errorf("allocated %d bytes for 65535 claimed filters", n)
 	}
 }
+
+// genReader streams an RDB file with one huge string value, computing the
+// checksum as it goes, so that no copy of the file exists anywhere.
+type genReader struct {
+	parts [][]byte // header and key; then body bytes; then the trailer
+	body  int64    // bytes of the value still to give
+	crc   uint64
+	done  bool
+}
+
+func (g *genReader) Read(p []byte) (int, error) {
+	if len(g.parts) > 0 {
+		n := copy(p, g.parts[0])
+		g.crc = crc64(g.crc, p[:n])
+		if g.parts[0] = g.parts[0][n:]; len(g.parts[0]) == 0 {
+			g.parts = g.parts[1:]
+		}
+		return n, nil
+	}
+	if g.body > 0 {
+		n := int(min(int64(len(p)), g.body))
+		for i := range n {
+			p[i] = byte(i)
+		}
+		g.crc = crc64(g.crc, p[:n])
+		g.body -= int64(n)
+		return n, nil
+	}
+	if !g.done {
+		g.done = true
+		trailer := []byte{opEOF}
+		g.parts = [][]byte{binary.LittleEndian.AppendUint64(trailer, crc64(g.crc, trailer))}
+		return g.Read(p)
+	}
+	return 0, io.EOF
+}
+
+// TestStreaming reads a file of a big value as a stream: the value is
+// skipped as it passes, and the reader allocates nothing like its size.
+func TestStreaming(t *testing.T) {
+	size := int64(256 << 20)
+	if testing.Short() {
+		size = 16 << 20
+	}
+	head := newRDB(12).aux("redis-ver", "7.4.1").key(TypeString, "big").op(be64(uint64(size))...).b
+	g := &genReader{parts: [][]byte{head}, body: size}
+	r, err := NewReader(g, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var entries []*Entry
+	n := allocated(func() { entries, err = readAllErr(r) })
+	if err != nil || len(entries) != 1 || string(entries[0].Key) != "big" || entries[0].Value != nil {
+		t.Fatalf("%d entries: %v", len(entries), err)
+	}
+	if r.Offset() != int64(len(head))+size+9 {
+		t.Errorf("read %d bytes", r.Offset())
+	}
+	if n > 1<<20 {
+		t.Errorf("allocated %d bytes streaming a %d-byte value", n, size)
+	}
+}
+
+func readAllErr(r *Reader) ([]*Entry, error) {
+	var out []*Entry
+	for {
+		e, err := r.Next()
+		if err == io.EOF {
+			return out, nil
+		}
+		if err != nil {
+			return out, err
+		}
+		out = append(out, e)
+	}
+}
