@@ -21,8 +21,10 @@ type Options struct {
 	// Size is the input's length in bytes, if known. Every length in the
 	// file is then checked against the bytes left before anything is read,
 	// skipped or allocated for it, and bytes after the checksum are
-	// refused. 0 means unknown, unless the input has a Size() int64 method
-	// (bytes.Reader, io.SectionReader) or is a regular *os.File.
+	// refused. It must be exact. 0 means unknown, unless the input has
+	// Size() int64 and Seek methods (bytes.Reader, io.SectionReader) or is
+	// a regular *os.File: then it is the bytes from the current offset to
+	// the end.
 	Size int64
 
 	// Keep reports whether Next should return the value of the entry it is

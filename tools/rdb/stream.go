@@ -203,7 +203,9 @@ func (s *stream) take(n uint64, at int64, what string) ([]byte, error) {
 	}
 	var out []byte
 	if s.size >= 0 {
-		out = make([]byte, 0, n) // checked against the bytes left
+		// n is within the bytes left; past 64 MiB it grows as they arrive
+		// all the same, which also keeps a 32-bit int from overflowing.
+		out = make([]byte, 0, min(n, 64<<20))
 	}
 	for uint64(len(out)) < n {
 		if s.pos == s.end {
