@@ -36,16 +36,17 @@ def fill(r, version, cluster):
     r.set("str:ttl-ms", "x", px=86_400_000)
     r.set("str:ttl-s", "y", ex=7 * 86_400)
     r.rpush("list:small", "a", "b", 1, 2, 3)
-    r.rpush("list:big", *[f"element-{i}-" + "z" * 40 for i in range(3000)])
+    r.rpush("list:big", *[f"element-{i}-" + "z" * 40 for i in range(600)])
     r.rpush("list:huge-element", "h" * 20000, "tail")
     r.sadd("set:ints", *range(100))
-    r.sadd("set:strings", *[f"member-{i}" for i in range(300)])
+    r.sadd("set:strings", *[f"member-{i}" for i in range(200)])
     r.sadd("set:small-strings", "x", "y", "z")
     r.zadd("zset:small", {"a": 1.5, "b": -2, "c": 3e100})
-    r.zadd("zset:big", {f"m{i}": i / 7 for i in range(500)})
+    r.zadd("zset:big", {f"m{i}": i / 7 for i in range(200)})
     r.zadd("zset:inf", {"pinf": float("inf"), "ninf": float("-inf")})
     r.hset("hash:small", mapping={"f1": "v1", "f2": 2})
-    r.hset("hash:big", mapping={f"field-{i}": "v" * (i % 50) for i in range(1000)})
+    # A value past hash-max-listpack-value (64) makes a hashtable of few fields.
+    r.hset("hash:big", mapping={f"field-{i}": "v" * (i % 50) for i in range(200)} | {"long": "x" * 100})
     r.hset("hash:long-value", mapping={"f": "L" * 200})
     r.expire("hash:big", 3600)
     for i in range(200):
@@ -61,8 +62,8 @@ def fill(r, version, cluster):
     if version >= (7, 4):
         r.hset("hash:small-ttl", mapping={"f1": "v1", "f2": "v2", "f3": "v3"})
         r.execute_command("HEXPIRE", "hash:small-ttl", 86400, "FIELDS", 2, "f1", "f3")
-        r.hset("hash:big-ttl", mapping={f"field-{i}": "w" * (i % 30) for i in range(600)})
-        r.execute_command("HPEXPIRE", "hash:big-ttl", 5 * 86_400_000, "FIELDS", 3, "field-1", "field-2", "field-500")
+        r.hset("hash:big-ttl", mapping={f"field-{i}": "w" * (i % 30) for i in range(200)} | {"long": "y" * 100})
+        r.execute_command("HPEXPIRE", "hash:big-ttl", 5 * 86_400_000, "FIELDS", 3, "field-1", "field-2", "field-150")
         r.execute_command("HEXPIRE", "hash:big-ttl", 9 * 86400, "FIELDS", 1, "field-7")
     if cluster:
         return
