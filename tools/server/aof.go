@@ -1063,8 +1063,14 @@ func (l *appendLog) run() {
 		case <-l.stop:
 			return
 		case <-tick.C:
+			// A failed write is tried again here every second; a save,
+			// the heavier way out (the only one after a failed fsync),
+			// every 10 s from the failure on.
 			l.flush(l.policy != fsyncNo)
-			if l.failed.Load() && l.recover != nil && time.Since(lastRecovery) >= 10*time.Second {
+			switch {
+			case !l.failed.Load():
+				lastRecovery = time.Now()
+			case l.recover != nil && time.Since(lastRecovery) >= 10*time.Second:
 				lastRecovery = time.Now()
 				if err := l.recover(); err != nil {
 					l.logger.Error("saving to recover the append-only log", "err", err)
