@@ -817,7 +817,7 @@ func TestStartRemovesTemporaryFilesOfInterruptedSaves(t *testing.T) {
 // A FIFO (or any file that is not regular) named like a data file would
 // block the start on its open: it is refused, by name, unopened.
 func TestNonRegularFilesAreRefused(t *testing.T) {
-	for _, name := range []string{"0123456789abcdef0123456789abcdef.ohbs", "appendonly-0000000000000001.ohbl", lastSaveFile} {
+	for _, name := range []string{"0123456789abcdef0123456789abcdef.ohbs", "appendonly-0000000000000001.ohbl", lastSaveFile, manifestFile} {
 		t.Run(name, func(t *testing.T) {
 			dir := t.TempDir()
 			path := filepath.Join(dir, name)
