@@ -85,7 +85,11 @@ package server
 // (MISCONF, as Redis) but keeps every record not yet written, in order:
 // the flusher tries again every second, going on where the failed write
 // stopped, and the failure ends once they are written. A save that
-// completes ends it too (its snapshot holds them). DEL and FLUSHALL, which
+// completes ends it too (its snapshot holds them). So every change
+// acknowledged before the failure survives once the disk has room again;
+// a crash while it has none loses what the failed write could not write,
+// which under everysec is at most the second before the failure (and
+// under always nothing acknowledged: those replies waited for it). DEL and FLUSHALL, which
 // free space, still run: their replies, under every policy, wait until
 // their records are durable, the log written again or a save completed;
 // if neither happens the client is disconnected unanswered. Under always
