@@ -387,7 +387,7 @@ func liveSegments(ms *manifestState, manifestPath string, segs []segmentFile) (l
 		case seg.gen == ms.last+1 && spare == nil && emptySegment(seg):
 			spare = &segs[i]
 		default:
-			return nil, nil, nil, fmt.Errorf("server: log segment %s is not part of this directory's log: the manifest %s lists segments %d to %d as live (a segment past them would be empty); move it away", seg.path, manifestPath, ms.first, ms.last)
+			return nil, nil, nil, fmt.Errorf("server: log segment %s is not part of this directory's log: the manifest %s lists segments %d to %d as live, and after them only an empty segment %d (a save that stopped while starting it) can be; move it away", seg.path, manifestPath, ms.first, ms.last, ms.last+1)
 		}
 	}
 	if next <= ms.last {
