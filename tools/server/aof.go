@@ -932,8 +932,21 @@ func (l *appendLog) rotate() (uint64, error) {
 	}
 	carry := sticky || werr != nil || serr != nil
 	end := l.size // where the old segment's whole records end
+	inFile := b.skip + wrote
 	if carry {
-		end -= b.skip + wrote
+		end -= inFile
+	}
+	if carry && !sticky && serr == nil {
+		// The manifest is about to say where the old segment ends: the
+		// records before that must be durable (a write failed, and those
+		// written since the last fsync may not be), and the part of a
+		// record after it goes.
+		if l.size > end && l.f.Truncate(end) == nil {
+			l.size, inFile = end, 0
+		}
+		if serr = l.f.Sync(); serr == nil {
+			l.syncedSize = l.size
+		}
 	}
 	gen := l.gen + 1
 	nf, err := createSegment(l.dir, gen)
@@ -947,7 +960,7 @@ func (l *appendLog) rotate() (uint64, error) {
 		l.mu.Lock()
 		l.flushing = false
 		if carry {
-			l.putBackLocked(b, wrote)
+			l.putBackLocked(b, inFile-b.skip)
 			if !sticky {
 				lost := serr != nil || !l.sizeIs(l.size)
 				l.sticky = lost
