@@ -3,10 +3,44 @@ package cli
 import (
 	"bufio"
 	"fmt"
+	"io/fs"
 	"math"
+	"os"
 
 	"github.com/ohbloom/ohbloom"
 )
+
+// openSnapshot is ohbloom.Open for a path the user named, which it first
+// checks is a regular file: opening a FIFO blocks until something writes
+// to it, and a device or a directory is no snapshot.
+func openSnapshot(path string) (*ohbloom.Snapshot, error) {
+	if err := checkRegular(path); err != nil {
+		return nil, err
+	}
+	return ohbloom.Open(path)
+}
+
+// checkRegular refuses a path that exists and is not a regular file
+// (symbolic links are followed, as open follows them). A path that does
+// not exist is left to the open, whose error says so.
+func checkRegular(path string) error {
+	st, err := os.Stat(path)
+	if err != nil || st.Mode().IsRegular() {
+		return nil
+	}
+	what := "not a regular file"
+	switch m := st.Mode(); {
+	case m&fs.ModeNamedPipe != 0:
+		what = "a named pipe (FIFO)"
+	case m&fs.ModeSocket != 0:
+		what = "a socket"
+	case m&fs.ModeDevice != 0:
+		what = "a device"
+	case m.IsDir():
+		what = "a directory"
+	}
+	return fmt.Errorf("%s is %s, not a snapshot file", path, what)
+}
 
 func runTest(e env, args []string) int {
 	fs := flags(e, "test", "SNAPSHOT [KEY ...]",
@@ -27,7 +61,7 @@ func runTest(e env, args []string) int {
 			return usageError(e, fs, "an empty key: empty keys are not keys, as empty lines are not")
 		}
 	}
-	s, err := ohbloom.Open(fs.Arg(0))
+	s, err := openSnapshot(fs.Arg(0))
 	if err != nil {
 		return fail(e, "test", err)
 	}
@@ -90,7 +124,7 @@ func runInfo(e env, args []string) int {
 		return usageError(e, fs, "exactly one snapshot is required")
 	}
 	path := fs.Arg(0)
-	s, err := ohbloom.Open(path) // checks the checksum
+	s, err := openSnapshot(path) // checks the checksum
 	if err != nil {
 		return fail(e, "info", err)
 	}
@@ -137,12 +171,15 @@ func runMerge(e env, args []string) int {
 	if err := checkOutput(*out); err != nil {
 		return usageError(e, fs, "%v", err)
 	}
+	if err := checkRegular(fs.Arg(0)); err != nil {
+		return fail(e, "merge", err)
+	}
 	acc, err := ohbloom.Load(fs.Arg(0))
 	if err != nil {
 		return fail(e, "merge", err)
 	}
 	for _, path := range fs.Args()[1:] {
-		s, err := ohbloom.Open(path) // checks the checksum; errors name the path
+		s, err := openSnapshot(path) // checks the checksum; errors name the path
 		if err != nil {
 			return fail(e, "merge", err)
 		}

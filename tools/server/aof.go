@@ -68,6 +68,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"math"
 	"os"
@@ -173,30 +174,51 @@ type appendLog struct {
 	policy fsyncPolicy
 	logger *slog.Logger
 	epoch  time.Time
+	// man is the directory's manifest: the log records there the
+	// segments it moves to and how far it fsynced.
+	man *manifest
 	// recover is called by the flusher while the log is failing, to save
 	// every key and start a new segment.
 	recover func() error
 
 	mu       sync.Mutex
 	cond     sync.Cond // on mu: a flush ended, or the log failed
-	buf      []byte    // records not yet taken by a flush
+	buf      []byte    // records not yet written (taken by no flush)
 	loads    []loadPiece
 	spare    []byte
 	appended uint64 // position: bytes of records appended since start
 	written  uint64 // position handed to write(2)
-	durable  uint64 // position fsynced (under no: written)
+	// durable is the position up to which every record is safe: fsynced
+	// (under no: written), or held by a save that completed after it.
+	durable uint64
+	// skip is how many bytes at the front of buf (loads counted) are in
+	// the segment already: what a write that failed part-way wrote. The
+	// next write goes on from there.
+	skip int64
 	// pendingSince and unsyncedSince are the ages (since epoch, +1 so
 	// that 0 means none) of the oldest record in buf and of the oldest
 	// written but not fsynced.
 	pendingSince, unsyncedSince time.Duration
 	flushing                    bool // the flush token: its holder owns f, gen, size
 	woken                       bool
-	err                         error  // sticky until a save clears it
-	errGen                      uint64 // the segment the error hit
+	// err is the failure that makes the log refuse changes (sticky until
+	// the records are written, or a save clears it), errGen the segment it
+	// hit. errLost says it may have lost records the kernel had taken (a
+	// failed fsync): then only a save that completes ends it.
+	err     error
+	errGen  uint64
+	errLost bool
+	// sticky says the current segment is not written again (an fsync
+	// failed, or the file is not as long as what was written): the records
+	// wait for the next segment.
+	sticky bool
+	// rotatedAt is the position of the last rotation: once the save that
+	// rotated completes, everything before it is in the snapshot.
+	rotatedAt uint64
 
 	f          *os.File
 	gen        uint64
-	size       int64 // bytes of f that hold whole records
+	size       int64 // bytes written to f (whole records, but for skip)
 	syncedSize int64
 
 	// Mirrors of the state above for the lock-free checks of the command
@@ -231,20 +253,27 @@ type loadPiece struct {
 	data []byte
 }
 
-// openLog opens the newest segment for appending (after replay), or
-// starts segment 1, and starts the flusher.
-func openLog(dir string, policy fsyncPolicy, segs []segmentFile, logger *slog.Logger) (*appendLog, error) {
-	l := &appendLog{dir: dir, policy: policy, logger: logger, epoch: time.Now(),
+// openLog opens the newest live segment for appending (after replay), or,
+// with none, starts the next one the manifest allows, and starts the
+// flusher.
+func openLog(dir string, policy fsyncPolicy, last *segmentFile, man *manifest, logger *slog.Logger) (*appendLog, error) {
+	l := &appendLog{dir: dir, policy: policy, logger: logger, epoch: time.Now(), man: man,
 		wake: make(chan struct{}, 1), demand: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
 	l.cond.L = &l.mu
-	if len(segs) == 0 {
-		f, err := createSegment(dir, 1)
+	if last == nil {
+		gen := man.state().last + 1
+		f, err := createSegment(dir, gen)
+		if err == nil {
+			if err = man.moveTo(gen, 0); err != nil {
+				f.Close()
+				os.Remove(segmentPath(dir, gen))
+			}
+		}
 		if err != nil {
 			return nil, fmt.Errorf("server: starting the append-only log: %w", err)
 		}
-		l.f, l.gen = f, 1
+		l.f, l.gen = f, gen
 	} else {
-		last := segs[len(segs)-1]
 		f, err := os.OpenFile(last.path, os.O_WRONLY|os.O_APPEND, 0)
 		if err != nil {
 			return nil, fmt.Errorf("server: opening the append-only log: %w", err)
@@ -264,29 +293,24 @@ func openLog(dir string, policy fsyncPolicy, segs []segmentFile, logger *slog.Lo
 
 // createSegment makes segment gen durably: its header is written and
 // synced in a temporary file, renamed into place, and the directory
-// synced, so that a segment exists whole or not at all.
+// synced, so that a segment exists whole or not at all. The file returned
+// is opened by the segment's name, so that errors name it.
 func createSegment(dir string, gen uint64) (*os.File, error) {
 	path := segmentPath(dir, gen)
-	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
+	err := writeAtomic(path, func(w io.Writer) error {
+		head := make([]byte, segmentHeader)
+		copy(head, segmentMagic)
+		binary.LittleEndian.PutUint64(head[8:], gen)
+		_, err := w.Write(head)
+		return err
+	})
+	if err == nil {
+		err = syncDir(dir)
+	}
 	if err != nil {
 		return nil, err
 	}
-	head := make([]byte, segmentHeader)
-	copy(head, segmentMagic)
-	binary.LittleEndian.PutUint64(head[8:], gen)
-	if _, err = tmp.Write(head); err == nil {
-		if err = tmp.Sync(); err == nil {
-			if err = os.Rename(tmp.Name(), path); err == nil {
-				err = syncDir(dir)
-			}
-		}
-	}
-	if err != nil {
-		tmp.Close()
-		os.Remove(tmp.Name())
-		return nil, err
-	}
-	return tmp, nil
+	return os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
 }
 
 func (l *appendLog) clock() time.Duration {
@@ -484,30 +508,47 @@ func (l *appendLog) appendLoad(key string, dump []byte) (uint64, error) {
 }
 
 // await returns once the change whose record ends at pos may be
-// acknowledged: under always when the record is fsynced; under everysec
+// acknowledged: under always when the record is durable; under everysec
 // at once, unless a record older than stallAfter is not yet fsynced or
-// the buffer is over maxBuffered, and then when the flusher has caught up.
-// It returns the log's error under always if the record may not be
-// durable.
+// the buffer is over maxBuffered, and then when the flusher has caught
+// up. A change made while the log is failing (a DEL, a FLUSHALL: the
+// others are refused) waits, under every policy, until its record is
+// durable: the log is written again, or a save completes, first (one try
+// each). It returns the log's error if the record did not become durable
+// (a write failed, or the try): the change must not be acknowledged.
 func (l *appendLog) await(pos uint64) error {
-	if l.policy == fsyncAlways {
-		return l.waitDurable(pos)
-	}
-	if l.buffered.Load() <= maxBuffered && !l.stalled() {
+	if l.policy != fsyncAlways && !l.failed.Load() && l.buffered.Load() <= maxBuffered && !l.stalled() {
 		return nil
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	for l.err == nil && (int64(len(l.buf)) > maxBuffered || l.stalledLocked()) {
-		if !l.flushing {
-			l.flushLocked(l.policy == fsyncEverysec)
-			continue
+	strict, mayRecover := l.policy == fsyncAlways || l.err != nil, l.err != nil
+	for {
+		switch {
+		case l.durable >= pos:
+			return nil
+		case !strict && l.err == nil && int64(len(l.buf)) <= maxBuffered && !l.stalledLocked():
+			return nil
+		case l.flushing:
+			if l.policy != fsyncAlways {
+				l.stalledWriters.Add(1)
+			}
+			l.cond.Wait()
+			if l.policy != fsyncAlways {
+				l.stalledWriters.Add(-1)
+			}
+		case l.err != nil:
+			if !mayRecover {
+				return l.err
+			}
+			mayRecover = false
+			l.mu.Unlock()
+			l.tryRecover()
+			l.mu.Lock()
+		default:
+			l.flushLocked(l.policy != fsyncNo)
 		}
-		l.stalledWriters.Add(1)
-		l.cond.Wait()
-		l.stalledWriters.Add(-1)
 	}
-	return nil
 }
 
 // logWaiter is a connection whose replies wait for the log: logDone
@@ -518,32 +559,34 @@ type logWaiter interface{ logDone(err error) }
 type pendingWait struct {
 	pos uint64
 	w   logWaiter
+	// strict says the replies go only once pos is durable: under always,
+	// and for every policy while the log is failing. recover says the
+	// change was made while it was failing: the flusher tries to end the
+	// failure before it gives up on the replies.
+	strict, recover bool
 }
 
 // awaitAsync is await for an event loop, which must not block. If the
-// replies of the change ending at pos may go now it reports wait false
-// (and, under always, the log's error if they must not go at all).
-// Otherwise it registers w, which the flusher calls once they may go, or
-// with the log's error.
+// replies of the change ending at pos may go now it reports wait false.
+// Otherwise it registers w, which the flusher calls once they may, or
+// with the log's error if they must not go at all.
 func (l *appendLog) awaitAsync(pos uint64, w logWaiter) (wait bool, err error) {
-	if l.policy != fsyncAlways && l.buffered.Load() <= maxBuffered && !l.stalled() {
+	if l.policy != fsyncAlways && !l.failed.Load() && l.buffered.Load() <= maxBuffered && !l.stalled() {
 		return false, nil
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.policy == fsyncAlways {
-		switch {
-		case l.err != nil:
-			return false, l.err
-		case l.durable >= pos:
-			return false, nil
-		}
-	} else if l.err != nil || !(int64(len(l.buf)) > maxBuffered || l.stalledLocked()) {
-		return false, nil // as await: no wait once the log has failed
-	} else {
+	if l.durable >= pos {
+		return false, nil
+	}
+	strict := l.policy == fsyncAlways || l.err != nil
+	if !strict && int64(len(l.buf)) <= maxBuffered && !l.stalledLocked() {
+		return false, nil
+	}
+	if l.policy != fsyncAlways {
 		l.stalledWriters.Add(1)
 	}
-	l.waiters = append(l.waiters, pendingWait{pos, w})
+	l.waiters = append(l.waiters, pendingWait{pos, w, strict, l.err != nil})
 	select {
 	case l.demand <- struct{}{}:
 	default:
@@ -554,49 +597,53 @@ func (l *appendLog) awaitAsync(pos uint64, w logWaiter) (wait bool, err error) {
 // serveWaiters is the flusher's work for the waiting connections: it
 // writes (and syncs) until they may be answered, and wakes them. Under
 // always, each round fsyncs for every connection waiting, and wakes those
-// whose records it made durable (group commit).
+// whose records it made durable (group commit). When the log fails, the
+// ones waiting on it are woken with the error; those that made their
+// change while it was failing first see one try to end the failure.
 func (l *appendLog) serveWaiters() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	tried := false
 	for len(l.waiters) > 0 {
 		if l.flushing {
 			l.cond.Wait() // a save's rotation, or a blocking writer's flush
 			continue
 		}
-		done := l.releasing[:0]
-		var err error
-		if l.policy == fsyncAlways {
-			if err = l.err; err != nil {
-				done = append(done, l.waiters...)
-				clear(l.waiters)
-				l.waiters = l.waiters[:0]
-			} else {
-				keep := l.waiters[:0]
-				for _, pw := range l.waiters {
-					if pw.pos <= l.durable {
-						done = append(done, pw)
-					} else {
-						keep = append(keep, pw)
-					}
-				}
-				clear(l.waiters[len(keep):])
-				l.waiters = keep
+		stalled := int64(len(l.buf)) > maxBuffered || l.stalledLocked()
+		var failed []pendingWait // woken with the error: rare
+		done, keep := l.releasing[:0], l.waiters[:0]
+		for _, pw := range l.waiters {
+			switch {
+			case pw.pos <= l.durable || !pw.strict && l.err == nil && !stalled:
+				done = append(done, pw)
+			case l.err != nil && !(pw.recover && !tried):
+				failed = append(failed, pw)
+			default:
+				keep = append(keep, pw)
 			}
-			if len(done) == 0 {
-				l.flushLocked(true)
-				continue
-			}
-		} else {
-			if l.err == nil && (int64(len(l.buf)) > maxBuffered || l.stalledLocked()) {
-				l.flushLocked(l.policy == fsyncEverysec)
-				continue
-			}
-			done = append(done, l.waiters...)
-			clear(l.waiters)
-			l.waiters = l.waiters[:0]
 		}
+		clear(l.waiters[len(keep):])
+		l.waiters = keep
+		if len(done) == 0 && len(failed) == 0 {
+			if l.err == nil {
+				l.flushLocked(l.policy != fsyncNo)
+				continue
+			}
+			tried = true
+			l.mu.Unlock()
+			l.tryRecover()
+			l.mu.Lock()
+			continue
+		}
+		err := l.err
 		l.mu.Unlock()
 		for _, pw := range done {
+			if l.policy != fsyncAlways {
+				l.stalledWriters.Add(-1)
+			}
+			pw.w.logDone(nil)
+		}
+		for _, pw := range failed {
 			if l.policy != fsyncAlways {
 				l.stalledWriters.Add(-1)
 			}
@@ -605,6 +652,17 @@ func (l *appendLog) serveWaiters() {
 		clear(done)
 		l.mu.Lock()
 		l.releasing = done[:0]
+	}
+}
+
+// tryRecover is one attempt to end a failure: write what waits (the disk
+// may have room again), and if that fails, save.
+func (l *appendLog) tryRecover() {
+	if l.flush(true) == nil || l.recover == nil {
+		return
+	}
+	if err := l.recover(); err != nil {
+		l.logger.Error("saving to recover the append-only log", "err", err)
 	}
 }
 
@@ -627,65 +685,100 @@ func (l *appendLog) stalledLocked() bool {
 	return o != 0 && l.clock()-o > stallAfter
 }
 
-// waitDurable is the group commit of always.
-func (l *appendLog) waitDurable(pos uint64) error {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	for {
-		switch {
-		case l.err != nil:
-			return l.err
-		case l.durable >= pos:
-			return nil
-		case !l.flushing:
-			l.flushLocked(true)
-		default:
-			l.cond.Wait()
-		}
+// batch is what a flush takes from the buffer: records, the dumps of
+// loads among them, the position after them, how many of their bytes are
+// in the segment already, and the age of the oldest.
+type batch struct {
+	buf   []byte
+	loads []loadPiece
+	end   uint64
+	skip  int64
+	since time.Duration
+}
+
+func (b *batch) size() int64 {
+	n := int64(len(b.buf))
+	for _, p := range b.loads {
+		n += int64(len(p.data))
 	}
+	return n
 }
 
 // flushLocked takes the flush token and the buffer, writes it (and syncs
 // with sync) without the lock, and takes the lock back. l.mu is held and
-// no flush is running.
+// no flush is running. A write that fails keeps every record it took, to
+// be written on the next try (which goes on where this one stopped) or,
+// if the segment cannot be trusted, to go to the next segment.
 func (l *appendLog) flushLocked(sync bool) {
 	l.flushing = true
-	buf, loads, end := l.takeLocked()
-	failed := l.err != nil
+	b := l.takeLocked()
+	sticky := l.sticky
 	l.mu.Unlock()
-	var err error
-	if !failed {
-		err = l.writeOut(buf, loads)
-		if err == nil && sync && l.size > l.syncedSize {
-			if err = l.f.Sync(); err == nil {
+	var wrote int64
+	var werr, serr error
+	if !sticky {
+		wrote, werr = l.writeOut(b.buf, b.loads, b.skip)
+		if werr == nil && sync && l.size > l.syncedSize {
+			if serr = l.f.Sync(); serr == nil {
 				l.syncedSize = l.size
 				l.syncs.Add(1)
+				l.man.markSynced(l.gen, l.size)
 			}
 		}
 	}
+	// After a failed write the segment must hold exactly what was
+	// written, for the next write to go on from it.
+	resumable := werr == nil || l.sizeIs(l.size)
 	l.mu.Lock()
 	l.flushing = false
-	l.giveBackLocked(buf)
 	switch {
-	case failed:
-	case err != nil:
-		l.failLocked(err)
+	case sticky:
+		l.putBackLocked(b, 0)
+	case werr != nil || serr != nil:
+		l.putBackLocked(b, wrote)
+		// A failed fsync may have dropped what it was to write: the
+		// kernel can mark the pages clean. The segment is not trusted
+		// again, and only a save ends the failure.
+		lost := serr != nil || !resumable
+		if lost {
+			l.sticky = true
+		}
+		l.failLocked(errors.Join(werr, serr), lost)
 	default:
-		l.written = end
+		l.giveBackLocked(b.buf)
+		l.written = b.end
 		if sync {
 			l.unsyncedSince = 0
 		}
 		if sync || l.policy == fsyncNo {
-			l.durable = end
+			l.durable = max(l.durable, b.end)
 		}
+		l.recoveredLocked()
 	}
 	l.mirrorLocked()
 	l.cond.Broadcast()
 }
 
-func (l *appendLog) takeLocked() ([]byte, []loadPiece, uint64) {
-	buf, loads := l.buf, l.loads
-	l.buf, l.loads, l.spare, l.woken = l.spare[:0], nil, nil, false
+// sizeIs reports whether the segment's file is size bytes long. The flush
+// token's holder calls it.
+func (l *appendLog) sizeIs(size int64) bool {
+	st, err := l.f.Stat()
+	return err == nil && st.Size() == size
+}
+
+// recoveredLocked ends a failure once everything it held back is written,
+// unless it may have lost records (then only a save ends it).
+func (l *appendLog) recoveredLocked() {
+	if l.err != nil && !l.errLost && !l.sticky {
+		l.logger.Info("append-only log recovered: the records that waited are written", "segment", segmentPath(l.dir, l.gen))
+		l.err = nil
+		l.failed.Store(false)
+	}
+}
+
+func (l *appendLog) takeLocked() batch {
+	b := batch{buf: l.buf, loads: l.loads, end: l.appended, skip: l.skip, since: l.pendingSince}
+	l.buf, l.loads, l.spare, l.woken, l.skip = l.spare[:0], nil, nil, false, 0
 	if l.pendingSince != 0 {
 		if l.unsyncedSince == 0 {
 			l.unsyncedSince = l.pendingSince
@@ -693,7 +786,54 @@ func (l *appendLog) takeLocked() ([]byte, []loadPiece, uint64) {
 		l.pendingSince = 0
 	}
 	l.buffered.Store(0)
-	return buf, loads, l.appended
+	return b
+}
+
+// putBackLocked returns a batch that was not written, of which wrote more
+// bytes are now in the segment, to the front of the buffer.
+func (l *appendLog) putBackLocked(b batch, wrote int64) {
+	shift := len(b.buf)
+	for _, p := range l.loads {
+		p.at += shift
+		b.loads = append(b.loads, p)
+	}
+	l.buf, l.loads = append(b.buf, l.buf...), b.loads
+	l.skip = b.skip + wrote
+	if b.since != 0 && (l.pendingSince == 0 || b.since < l.pendingSince) {
+		l.pendingSince = b.since
+	}
+	l.buffered.Store(l.bufferedLocked())
+}
+
+func (l *appendLog) bufferedLocked() int64 {
+	b := batch{buf: l.buf, loads: l.loads}
+	return b.size()
+}
+
+// dropFrontLocked drops the first n bytes of the buffer (loads counted),
+// whole records that a completed save holds.
+func (l *appendLog) dropFrontLocked(n int64) {
+	consumed, prevAt, cut, first := int64(0), 0, -1, len(l.loads)
+	for i, p := range l.loads {
+		if bufBytes := int64(p.at - prevAt); consumed+bufBytes >= n {
+			cut, first = prevAt+int(n-consumed), i
+			break
+		} else {
+			consumed += bufBytes + int64(len(p.data))
+		}
+		prevAt = p.at
+	}
+	if cut < 0 {
+		cut = prevAt + int(n-consumed)
+	}
+	loads := l.loads[:0]
+	for _, p := range l.loads[first:] {
+		p.at -= cut
+		loads = append(loads, p)
+	}
+	l.buf = append(l.buf[:0], l.buf[cut:]...)
+	l.loads = loads
+	l.buffered.Store(l.bufferedLocked())
 }
 
 func (l *appendLog) giveBackLocked(buf []byte) {
@@ -702,43 +842,55 @@ func (l *appendLog) giveBackLocked(buf []byte) {
 	}
 }
 
-// writeOut writes records to the segment. After a failed write the log
-// refuses changes and never writes this segment again (a save starts the
-// next), so a partial record can only be its last: a torn tail.
-func (l *appendLog) writeOut(buf []byte, loads []loadPiece) error {
+// writeOut writes records to the segment, leaving out the first skip
+// bytes (written already), and returns how many bytes it wrote. A write
+// that fails leaves the segment ending inside a record; the next write
+// goes on from there, or, if the segment is given up, the manifest
+// records where its whole records end (rotate).
+func (l *appendLog) writeOut(buf []byte, loads []loadPiece, skip int64) (int64, error) {
 	if fault := logFault.Load(); fault != nil {
 		if err := (*fault)(); err != nil {
-			return err
+			return 0, err
 		}
 	}
+	var wrote int64
 	write := func(b []byte) error {
-		n, err := l.f.Write(b)
+		if skip >= int64(len(b)) {
+			skip -= int64(len(b))
+			return nil
+		}
+		b, skip = b[skip:], 0
+		n, err := fileWrite(l.f, b)
 		l.size += int64(n)
+		wrote += int64(n)
 		return err
 	}
 	at := 0
 	for _, p := range loads {
 		if err := write(buf[at:p.at]); err != nil {
-			return err
+			return wrote, err
 		}
 		if err := write(p.data); err != nil {
-			return err
+			return wrote, err
 		}
 		at = p.at
 	}
-	return write(buf[at:])
+	return wrote, write(buf[at:])
 }
 
 // logFault, set by tests, runs before the log's writes: it fails them as
-// a full disk would, or holds them as a stalled disk would.
+// a failing disk would, or holds them as a stalled disk would.
 var logFault atomic.Pointer[func() error]
 
-// failLocked makes the log refuse changes until a save succeeds.
-func (l *appendLog) failLocked(err error) {
+// failLocked makes the log refuse changes until the records it holds are
+// written (lost false) or a save completes.
+func (l *appendLog) failLocked(err error, lost bool) {
 	if l.err == nil {
-		l.logger.Error("append-only log write failed: changes are refused until a save succeeds", "segment", segmentPath(l.dir, l.gen), "err", err)
+		l.logger.Error("append-only log write failed: changes are refused until it can be written again or a save succeeds; the records not yet written are kept", "segment", segmentPath(l.dir, l.gen), "err", err)
+		l.errLost = false
 	}
 	l.err, l.errGen = err, l.gen
+	l.errLost = l.errLost || lost
 	l.failed.Store(true)
 }
 
@@ -753,45 +905,96 @@ func (l *appendLog) failure() string {
 
 // rotate ends the current segment and starts the next: the records
 // appended before it are written (and synced) to the old segment, those
-// after go to the new one. It returns the new segment's number.
+// after go to the new one. The manifest records the move, and where the
+// old segment ends, before any record goes to the new one. If the old
+// segment cannot take its records, they go to the new one, ahead of the
+// others: the log stays one history in order. It returns the new
+// segment's number.
 func (l *appendLog) rotate() (uint64, error) {
 	l.mu.Lock()
 	for l.flushing {
 		l.cond.Wait()
 	}
 	l.flushing = true
-	gen := l.gen + 1
+	b := l.takeLocked()
+	sticky := l.sticky
 	l.mu.Unlock()
+	var wrote int64
+	var werr, serr error
+	if !sticky {
+		wrote, werr = l.writeOut(b.buf, b.loads, b.skip)
+		if werr == nil && l.size > l.syncedSize {
+			if serr = l.f.Sync(); serr == nil {
+				l.syncedSize = l.size
+				l.man.markSynced(l.gen, l.size)
+			}
+		}
+	}
+	carry := sticky || werr != nil || serr != nil
+	end := l.size // where the old segment's whole records end
+	inFile := b.skip + wrote
+	if carry {
+		end -= inFile
+	}
+	if carry && !sticky && serr == nil {
+		// The manifest is about to say where the old segment ends: the
+		// records before that must be durable (a write failed, and those
+		// written since the last fsync may not be), and the part of a
+		// record after it goes.
+		if l.size > end && l.f.Truncate(end) == nil {
+			l.size, inFile = end, 0
+		}
+		if serr = l.f.Sync(); serr == nil {
+			l.syncedSize = l.size
+		}
+	}
+	gen := l.gen + 1
 	nf, err := createSegment(l.dir, gen)
-	l.mu.Lock()
+	if err == nil {
+		if err = l.man.moveTo(gen, end); err != nil {
+			nf.Close()
+			os.Remove(segmentPath(l.dir, gen))
+		}
+	}
 	if err != nil {
+		l.mu.Lock()
 		l.flushing = false
+		if carry {
+			l.putBackLocked(b, inFile-b.skip)
+			if !sticky {
+				lost := serr != nil || !l.sizeIs(l.size)
+				l.sticky = lost
+				l.failLocked(errors.Join(werr, serr), lost)
+			}
+		} else {
+			l.giveBackLocked(b.buf)
+			l.written, l.durable, l.unsyncedSince = b.end, max(l.durable, b.end), 0
+			l.recoveredLocked()
+		}
+		l.mirrorLocked()
 		l.cond.Broadcast()
 		l.mu.Unlock()
 		return 0, err
 	}
-	buf, loads, end := l.takeLocked()
-	failed := l.err != nil
-	l.mu.Unlock()
-	// While the log is failing the records are dropped: the save that
-	// rotates writes every key they changed.
-	var werr error
-	if !failed {
-		if werr = l.writeOut(buf, loads); werr == nil {
-			werr = l.f.Sync()
-		}
+	if carry && l.size > end {
+		l.f.Truncate(end) // at best: the manifest says where it ends
 	}
 	l.f.Close()
 	l.f, l.gen, l.size, l.syncedSize = nf, gen, segmentHeader, segmentHeader
 	l.genNow.Store(gen)
 	l.mu.Lock()
-	l.flushing = false
-	l.giveBackLocked(buf)
-	if werr != nil {
-		l.failLocked(werr)
-		l.errGen = gen - 1
+	l.flushing, l.sticky, l.rotatedAt = false, false, b.end
+	if carry {
+		l.putBackLocked(b, 0)
+		l.skip = 0 // the new segment holds none of them
+		if !sticky {
+			l.failLocked(errors.Join(werr, serr), serr != nil)
+			l.errGen = gen - 1
+		}
 	} else {
-		l.written, l.durable, l.unsyncedSince = end, end, 0
+		l.giveBackLocked(b.buf)
+		l.written, l.durable, l.unsyncedSince = b.end, max(l.durable, b.end), 0
+		l.recoveredLocked()
 	}
 	l.mirrorLocked()
 	l.cond.Broadcast()
@@ -799,17 +1002,34 @@ func (l *appendLog) rotate() (uint64, error) {
 	return gen, nil
 }
 
-// cleared ends a failure that hit a segment before gen, once a save that
-// rotated to gen has written every key.
+// cleared is told that the save that rotated to gen completed: every
+// change before the rotation is in the snapshot, so its records are
+// durable whether written or not (those still waiting are dropped), and a
+// failure that hit a segment before gen is over.
 func (l *appendLog) cleared(gen uint64) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	for l.flushing {
+		l.cond.Wait()
+	}
+	if l.gen != gen {
+		return
+	}
+	if l.durable < l.rotatedAt {
+		if start := l.appended - uint64(l.bufferedLocked()); l.skip == 0 && start < l.rotatedAt {
+			l.dropFrontLocked(int64(l.rotatedAt - start))
+		}
+		l.durable = l.rotatedAt
+		l.written = max(l.written, l.rotatedAt)
+	}
 	if l.err != nil && l.errGen < gen {
 		l.logger.Info("append-only log recovered by a save", "segment", segmentPath(l.dir, gen))
 		l.err = nil
+		l.errLost = false
 		l.failed.Store(false)
-		l.cond.Broadcast()
 	}
+	l.mirrorLocked()
+	l.cond.Broadcast()
 }
 
 func (l *appendLog) currentGen() uint64 { return l.genNow.Load() }
@@ -856,8 +1076,14 @@ func (l *appendLog) run() {
 		case <-l.stop:
 			return
 		case <-tick.C:
+			// A failed write is tried again here every second; a save,
+			// the heavier way out (the only one after a failed fsync),
+			// every 10 s from the failure on.
 			l.flush(l.policy != fsyncNo)
-			if l.failed.Load() && l.recover != nil && time.Since(lastRecovery) >= 10*time.Second {
+			switch {
+			case !l.failed.Load():
+				lastRecovery = time.Now()
+			case l.recover != nil && time.Since(lastRecovery) >= 10*time.Second:
 				lastRecovery = time.Now()
 				if err := l.recover(); err != nil {
 					l.logger.Error("saving to recover the append-only log", "err", err)

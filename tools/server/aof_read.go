@@ -28,41 +28,67 @@ type replayer struct {
 
 var errNotSegment = errors.New("not an ohbloom log segment (bad magic)")
 
+// Why a segment's end is a torn tail (replay's torn).
+const (
+	tornCut      = "the file ends inside a record"
+	tornChecksum = "the last record's checksum fails where the file ends"
+	tornZeros    = "zeros from a record boundary to the end of the file"
+	tornZeroCut  = "a record cut short by zeros that run to the end of the file"
+)
+
+// maybeTorn is damage in a record that a torn write explains if, from
+// inside the record, the file is zeros to its end: a power loss leaves the
+// blocks a write had reserved but not filled as zeros. The caller, which
+// can see the whole file, decides (zeroTail).
+type maybeTorn struct {
+	start   int64 // the record's offset in the segment
+	claimed int64 // the bytes the record claims, from start
+	err     error
+}
+
+func (e *maybeTorn) Error() string { return e.err.Error() }
+func (e *maybeTorn) Unwrap() error { return e.err }
+
 // replay reads one segment, whose name says gen (0 for any), and applies
-// its records. It returns the offset just past the last record applied and
-// whether what follows is a torn tail: the last record, cut short, or
-// failing its checksum where the file ends, or zeros to the end. Any other
-// damage is an error, and the caller stops.
-func (rp *replayer) replay(r *bufio.Reader, gen uint64) (good int64, torn bool, err error) {
+// its records. It returns the offset just past the last record applied and,
+// if what follows is a torn tail, why (one of the torn constants): the last
+// record cut short, or failing its checksum where the file ends, or zeros
+// to the end. Any other damage is an error, and the caller stops; damage
+// that zeros to the end would explain is a *maybeTorn.
+func (rp *replayer) replay(r *bufio.Reader, gen uint64) (good int64, torn string, err error) {
 	var head [segmentHeader]byte
 	if _, err := io.ReadFull(r, head[:]); err != nil {
 		// Segments are made whole (createSegment), so a short header is
 		// damage, not a crash.
 		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
-			return 0, false, fmt.Errorf("%w: truncated segment header", errCorrupt)
+			return 0, "", fmt.Errorf("%w: truncated segment header", errCorrupt)
 		}
-		return 0, false, err
+		return 0, "", err
 	}
 	if string(head[:6]) != segmentMagic[:6] {
-		return 0, false, errNotSegment
+		return 0, "", errNotSegment
 	}
 	if string(head[6:8]) != segmentMagic[6:8] {
-		return 0, false, fmt.Errorf("unsupported log version %d", binary.BigEndian.Uint16(head[6:8]))
+		return 0, "", fmt.Errorf("unsupported log version %d", binary.BigEndian.Uint16(head[6:8]))
 	}
 	if got := binary.LittleEndian.Uint64(head[8:]); gen != 0 && got != gen {
-		return 0, false, fmt.Errorf("%w: the header says segment %d, the name %d", errCorrupt, got, gen)
+		return 0, "", fmt.Errorf("%w: the header says segment %d, the name %d", errCorrupt, got, gen)
 	}
 	off := int64(segmentHeader)
 	for {
 		n, torn, err := rp.record(r)
 		if err != nil {
-			return off, false, fmt.Errorf("record at offset %d: %w", off, err)
+			var mt *maybeTorn
+			if errors.As(err, &mt) {
+				mt.start = off
+			}
+			return off, "", fmt.Errorf("record at offset %d: %w", off, err)
 		}
-		if torn {
-			return off, true, nil
+		if torn != "" {
+			return off, torn, nil
 		}
 		if n == 0 {
-			return off, false, nil
+			return off, "", nil
 		}
 		off += n
 	}
@@ -70,64 +96,80 @@ func (rp *replayer) replay(r *bufio.Reader, gen uint64) (good int64, torn bool, 
 
 // record reads and applies one record and returns its length; 0 at a clean
 // end of the segment.
-func (rp *replayer) record(r *bufio.Reader) (int64, bool, error) {
+func (rp *replayer) record(r *bufio.Reader) (int64, string, error) {
 	var rh [8]byte
 	switch _, err := io.ReadFull(r, rh[:]); {
 	case err == io.EOF:
-		return 0, false, nil
+		return 0, "", nil
 	case err == io.ErrUnexpectedEOF:
-		return 0, true, nil
+		return 0, tornCut, nil
 	case err != nil:
-		return 0, false, err
+		return 0, "", err
 	}
 	n := binary.LittleEndian.Uint32(rh[:4])
 	if n == 0 || binary.LittleEndian.Uint32(rh[4:]) != ^n {
 		if allZero(rh[:]) {
-			if zeros, err := zerosToEnd(r); err != nil || zeros {
-				return 0, zeros, err
+			if zeros, err := zerosToEnd(r); err != nil {
+				return 0, "", err
+			} else if zeros {
+				return 0, tornZeros, nil
 			}
 		}
-		return 0, false, fmt.Errorf("%w: damaged length", errCorrupt)
-	}
-	kind, err := r.ReadByte()
-	if err == io.EOF {
-		return 0, true, nil
-	} else if err != nil {
-		return 0, false, err
+		return 0, "", &maybeTorn{claimed: 8, err: fmt.Errorf("%w: damaged length", errCorrupt)}
 	}
 	total := 8 + int64(n) + 8
+	kind, err := r.ReadByte()
+	if err == io.EOF {
+		return 0, tornCut, nil
+	} else if err != nil {
+		return 0, "", err
+	}
 	if kind == recLoad {
 		torn, err := rp.load(r, n)
 		return total, torn, err
 	}
 	if n > maxSmallBody {
-		return 0, false, fmt.Errorf("%w: a record of kind %d claims %d bytes", errCorrupt, kind, n)
+		err := fmt.Errorf("%w: a record of kind %d claims %d bytes", errCorrupt, kind, n)
+		if kind == 0 {
+			// A load record's header, and zeros where its kind was?
+			return 0, "", &maybeTorn{claimed: total, err: err}
+		}
+		return 0, "", err
 	}
 	rp.body = append(rp.body[:0], kind)
 	rp.body, err = readN(r, rp.body, int(n)-1)
 	if err != nil {
-		return 0, isEOF(err), ignoreEOF(err)
+		return 0, tornIf(err), ignoreEOF(err)
 	}
 	var sum [8]byte
 	if _, err := io.ReadFull(r, sum[:]); err != nil {
-		return 0, isEOF(err), ignoreEOF(err)
+		return 0, tornIf(err), ignoreEOF(err)
 	}
 	if xxh3.Hash(rp.body) != binary.LittleEndian.Uint64(sum[:]) {
-		return checksumFailed(r)
+		torn, err := checksumFailed(r, total)
+		return 0, torn, err
 	}
 	if err := rp.apply(rp.body); err != nil {
-		return 0, false, err
+		return 0, "", err
 	}
-	return total, false, nil
+	return total, "", nil
 }
 
-// checksumFailed judges a record whose bytes do not match its checksum: at
-// the end of the file a torn write, elsewhere damage.
-func checksumFailed(r *bufio.Reader) (int64, bool, error) {
+// checksumFailed judges a record of total bytes whose bytes do not match
+// its checksum: at the end of the file a torn write; elsewhere damage,
+// unless zeros run from inside it to the end (maybeTorn).
+func checksumFailed(r *bufio.Reader, total int64) (string, error) {
 	if _, err := r.Peek(1); err == io.EOF {
-		return 0, true, nil
+		return tornChecksum, nil
 	}
-	return 0, false, fmt.Errorf("%w: checksum mismatch", errCorrupt)
+	return "", &maybeTorn{claimed: total, err: fmt.Errorf("%w: checksum mismatch", errCorrupt)}
+}
+
+func tornIf(err error) string {
+	if isEOF(err) {
+		return tornCut
+	}
+	return ""
 }
 
 func isEOF(err error) bool { return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) }
@@ -163,6 +205,32 @@ func zerosToEnd(r *bufio.Reader) (bool, error) {
 			return false, nil
 		}
 	}
+}
+
+// zeroTail reports whether the damage mt found in a segment of size bytes
+// is a torn tail: the file is zeros from a point inside the damaged record
+// to its end, as a power loss during the record's write leaves it.
+func zeroTail(f io.ReaderAt, size int64, mt *maybeTorn) (bool, error) {
+	// Find where the trailing zeros begin, reading back from the end, but
+	// never before the record.
+	buf := make([]byte, 64<<10)
+	zeroFrom := size
+	for zeroFrom > mt.start {
+		n := min(int64(len(buf)), zeroFrom-mt.start)
+		chunk := buf[:n]
+		if _, err := f.ReadAt(chunk, zeroFrom-n); err != nil {
+			return false, err
+		}
+		i := len(chunk)
+		for i > 0 && chunk[i-1] == 0 {
+			i--
+		}
+		zeroFrom -= n - int64(i)
+		if i > 0 {
+			break
+		}
+	}
+	return zeroFrom < mt.start+mt.claimed, nil
 }
 
 // readN appends n bytes from r to buf, growing it as they arrive, not by
@@ -217,7 +285,7 @@ func (b *bodyReader) ReadByte() (byte, error) {
 // load replays a load record: the key, then a key record decoded as it
 // streams (it may be as large as a filter), applied only once the checksum
 // over the whole body holds.
-func (rp *replayer) load(r *bufio.Reader, n uint32) (bool, error) {
+func (rp *replayer) load(r *bufio.Reader, n uint32) (string, error) {
 	sum := xxh3.New()
 	sum.Write([]byte{recLoad})
 	br := &bodyReader{r: r, sum: sum, left: uint64(n) - 1}
@@ -239,27 +307,26 @@ func (rp *replayer) load(r *bufio.Reader, n uint32) (bool, error) {
 	// Whatever went wrong, the checksum decides between a torn tail and
 	// damage: read to the end of the body first.
 	if _, cerr := io.Copy(io.Discard, br); cerr != nil && !isEOF(cerr) {
-		return false, cerr
+		return "", cerr
 	}
 	if br.eof {
-		return true, nil
+		return tornCut, nil
 	}
 	var rec [8]byte
 	if _, err := io.ReadFull(r, rec[:]); err != nil {
-		return isEOF(err), ignoreEOF(err)
+		return tornIf(err), ignoreEOF(err)
 	}
 	if sum.Sum64() != binary.LittleEndian.Uint64(rec[:]) {
-		_, torn, err := checksumFailed(r)
-		return torn, err
+		return checksumFailed(r, 8+int64(n)+8)
 	}
 	if err != nil {
-		return false, fmt.Errorf("load record: %w", err)
+		return "", fmt.Errorf("load record: %w", err)
 	}
 	e.seq = 0
 	e.dirty.Store(true)
 	e.limit(rp.maxFilterBytes)
 	rp.keys[string(key)] = e
-	return false, nil
+	return "", nil
 }
 
 // apply applies one record whose checksum holds.

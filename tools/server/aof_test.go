@@ -161,7 +161,7 @@ func replayChecked(t *testing.T, data []byte) {
 	if err != nil {
 		return
 	}
-	if good > int64(len(data)) || (!torn && good != int64(len(data))) {
+	if good > int64(len(data)) || (torn == "" && good != int64(len(data))) {
 		t.Fatalf("replayed up to %d of %d bytes, torn %v", good, len(data), torn)
 	}
 	for name, e := range rp.keys {

@@ -58,7 +58,7 @@ func serveChild(pass string) {
 type child struct {
 	cmd    *exec.Cmd
 	addr   string
-	stderr *bytes.Buffer
+	stderr *lockedBuffer
 }
 
 func startChild(t *testing.T, pass string) *child {
@@ -81,18 +81,28 @@ func startChild(t *testing.T, pass string) *child {
 	if err != nil {
 		t.Fatalf("child server: %v; stderr: %s", err, stderr.String())
 	}
-	return &child{cmd: cmd, addr: strings.TrimSpace(line), stderr: &stderr.Buffer}
+	return &child{cmd: cmd, addr: strings.TrimSpace(line), stderr: stderr}
 }
 
+// lockedBuffer is the child's stderr: os/exec copies into it from a
+// goroutine of its own while the test reads it. It holds the buffer
+// rather than embedding it, so that no method of bytes.Buffer (os/exec
+// uses ReadFrom when it finds one) can reach the bytes without the lock.
 type lockedBuffer struct {
-	mu sync.Mutex
-	bytes.Buffer
+	mu  sync.Mutex
+	buf bytes.Buffer
 }
 
 func (b *lockedBuffer) Write(p []byte) (int, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return b.Buffer.Write(p)
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
 
 // cpu is the child's utime+stime.

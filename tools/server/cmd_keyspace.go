@@ -5,12 +5,10 @@ import "strconv"
 // cmdDel replies with the number of keys removed, and every one of them
 // stays removed after a restart: with the log, its record says so; without
 // it, a key whose file cannot be removed is kept, and the reply is an
-// error naming it (the keys before it are removed).
+// error naming it (the keys before it are removed). It runs while the log
+// is failing too (it frees space): its reply then waits until the record
+// is durable (aof.go's await).
 func cmdDel(s *Server, sess *session, w replier, args [][]byte) {
-	if msg := s.store.writeRefusal(); msg != "" {
-		w.WriteError(msg)
-		return
-	}
 	names := make([]string, len(args)-1)
 	for i, a := range args[1:] {
 		names[i] = string(a)
@@ -111,14 +109,10 @@ func cmdScan(s *Server, _ *session, w replier, args [][]byte) {
 
 // cmdFlush removes every key and every LOADCHUNK upload in progress; as
 // DEL, without the log it keeps the keys whose files cannot be removed and
-// replies an error.
+// replies an error, and it runs while the log is failing.
 func cmdFlush(s *Server, sess *session, w replier, args [][]byte) {
 	if len(args) > 2 || (len(args) == 2 && !eq(args[1], "SYNC") && !eq(args[1], "ASYNC")) {
 		w.WriteError("ERR syntax error")
-		return
-	}
-	if msg := s.store.writeRefusal(); msg != "" {
-		w.WriteError(msg)
 		return
 	}
 	pos, err := s.store.flush()

@@ -15,6 +15,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -252,9 +253,12 @@ func TestSnapshotAndLogAgreeAtEveryStepOfASave(t *testing.T) {
 	}
 }
 
-// A crash leaves the last record of the log cut short or unwritten: the
-// start drops it and truncates the file. Damage anywhere else stops the
-// start, naming the file and changing nothing.
+// A crash leaves the last record of the log cut short, unwritten, or cut
+// by zeros (the blocks a power loss left unwritten): the start drops it,
+// saying how many bytes from where, and truncates the file. Records the
+// log fsynced (under always, every acknowledged one) are never dropped:
+// a segment cut or damaged before the manifest's fsync mark, and damage
+// anywhere else, stop the start, naming the file and changing nothing.
 func TestTornTailAndDamage(t *testing.T) {
 	dir := t.TempDir()
 	_, rdb := startOn(t, dir, Config{AppendFsync: "always"})
@@ -267,7 +271,7 @@ func TestTornTailAndDamage(t *testing.T) {
 	base := crashCopy(t, dir)
 	seg := segments(t, base)[0]
 	good, _ := os.ReadFile(seg)
-	// The records: create k, then one add each.
+	// The records: create k, then one add each, all fsynced.
 	var ends []int
 	for at := segmentHeader; at < len(good); {
 		at += 8 + int(binary.LittleEndian.Uint32(good[at:])) + 8
@@ -276,31 +280,45 @@ func TestTornTailAndDamage(t *testing.T) {
 	if len(ends) != 4 || ends[3] != len(good) {
 		t.Fatalf("record ends %v in %d bytes", ends, len(good))
 	}
+	if ms, err := readManifest(filepath.Join(base, manifestFile)); err != nil || ms.syncedGen != 1 || ms.syncedSize != int64(len(good)) {
+		t.Fatalf("the manifest's fsync mark: %+v %v; want segment 1 at %d", ms, err, len(good))
+	}
 	lastRecord := good[ends[2]:]
-	flipped := bytes.Clone(good)
-	flipped[len(flipped)-3] ^= 1
+	// A record written past the fsync mark, whose checksum fails.
+	unsynced := withRecord(nil, recBloomAdd, "k", binary.LittleEndian.AppendUint64(nil, 7))
+	unsynced[len(unsynced)-1] ^= 1
+	zeros := make([]byte, 4096)
+	cat := func(parts ...[]byte) []byte { return bytes.Join(parts, nil) }
 	for _, c := range []struct {
 		name string
 		data []byte
-		want []string // items present after the start
+		why  string
 	}{
-		{"a record's first bytes", append(bytes.Clone(good), lastRecord[:5]...), []string{"a", "b", "c"}},
-		{"a record without its checksum", append(bytes.Clone(good), lastRecord[:len(lastRecord)-8]...), []string{"a", "b", "c"}},
-		{"the last record's checksum failing", flipped, []string{"a", "b"}},
-		{"zeros after the last record", append(bytes.Clone(good), make([]byte, 4096)...), []string{"a", "b", "c"}},
+		{"a record's first bytes", cat(good, lastRecord[:5]), tornCut},
+		{"a record without its checksum", cat(good, lastRecord[:len(lastRecord)-8]), tornCut},
+		{"a last record whose checksum fails", cat(good, unsynced), tornChecksum},
+		{"zeros after the last record", cat(good, zeros), tornZeros},
+		{"a record cut by zeros", cat(good, lastRecord[:len(lastRecord)-5], zeros), tornZeroCut},
+		{"a record's length cut by zeros", cat(good, lastRecord[:3], zeros), tornZeroCut},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			d := crashCopy(t, base)
 			path := filepath.Join(d, filepath.Base(seg))
 			os.WriteFile(path, c.data, 0o644)
-			_, again := startOn(t, d, Config{AppendFsync: "always"})
-			for _, item := range c.want {
+			var logged syncBuffer
+			_, again := startOn(t, d, Config{AppendFsync: "always", Logger: slog.New(slog.NewTextHandler(&logged, nil))})
+			for _, item := range []string{"a", "b", "c"} {
 				if ok, _ := again.BFExists(ctx, "k", item).Result(); !ok {
 					t.Fatalf("%s lost", item)
 				}
 			}
-			if got, _ := os.ReadFile(path); !bytes.Equal(got, good[:ends[len(c.want)]]) {
-				t.Fatalf("segment of %d bytes after the start, want its first %d", len(got), ends[len(c.want)])
+			if got, _ := os.ReadFile(path); !bytes.Equal(got, good) {
+				t.Fatalf("segment of %d bytes after the start, want its first %d", len(got), len(good))
+			}
+			for _, want := range []string{c.why, fmt.Sprintf("offset=%d bytes=%d", len(good), len(c.data)-len(good)), "past the last fsync"} {
+				if !strings.Contains(logged.String(), want) {
+					t.Fatalf("the start logged %q; want it to say %q", logged.String(), want)
+				}
 			}
 			// The torn tail is gone: what the server appends next is
 			// read back after another restart.
@@ -321,6 +339,10 @@ func TestTornTailAndDamage(t *testing.T) {
 		{"a flipped bit in the first record", damaged(segmentHeader + 12)},
 		{"a damaged length", damaged(ends[0] + 1)},
 		{"a checksum failing before the last record", damaged(ends[1] - 2)},
+		{"the fsynced last record's checksum failing", damaged(len(good) - 3)},
+		{"a cut at a record boundary before the fsync mark", good[:ends[1]]},
+		{"a cut inside a fsynced record", good[:ends[1]+5]},
+		{"zeros from inside a fsynced record", cat(good[:ends[2]+9], zeros)},
 		{"a foreign header", append([]byte("not a log segment!"), good[segmentHeader:]...)},
 		{"a truncated header", good[:10]},
 		{"a record of an unknown kind", withRecord(good, 99, "k", nil)},
@@ -337,6 +359,312 @@ func TestTornTailAndDamage(t *testing.T) {
 				t.Fatal("the damaged segment was changed")
 			}
 		})
+	}
+	// Without a manifest (a directory of an older ohbloom) nothing says
+	// how far the log was fsynced: a cut is dropped as a torn tail, and
+	// the line says what that may mean.
+	t.Run("no manifest", func(t *testing.T) {
+		d := crashCopy(t, base)
+		os.Remove(filepath.Join(d, manifestFile))
+		path := filepath.Join(d, filepath.Base(seg))
+		os.WriteFile(path, good[:ends[2]+5], 0o644)
+		var logged syncBuffer
+		_, again := startOn(t, d, Config{Logger: slog.New(slog.NewTextHandler(&logged, nil))})
+		if ok, _ := again.BFExists(ctx, "k", "b").Result(); !ok {
+			t.Fatal("b lost")
+		}
+		if !strings.Contains(logged.String(), "the records past the cut are lost too") || !strings.Contains(logged.String(), fmt.Sprintf("offset=%d bytes=5", ends[2])) {
+			t.Fatalf("the start logged %q", logged.String())
+		}
+	})
+}
+
+// A segment the log moved past ends where the manifest says: one shorter
+// is refused, naming it; bytes past that end (a write the log gave up on,
+// whose records it wrote again in the next segment) are dropped.
+func TestSegmentEndsRecordedAtRotation(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	s, rdb := startOn(t, dir, Config{AppendFsync: "always"})
+	rdb.BFMAdd(ctx, "k", "a", "b", "c")
+	rdb.BFAdd(ctx, "k", "d")
+	var crashed string
+	saveHook = func(step string) {
+		if step == "rotated" {
+			rdb.BFAdd(ctx, "k", "e") // in segment 2
+			crashed = crashCopy(t, dir)
+		}
+	}
+	defer func() { saveHook = nil }()
+	if err := s.Save(); err != nil {
+		t.Fatal(err)
+	}
+	saveHook = nil
+	old := segmentPath(crashed, 1)
+	data, _ := os.ReadFile(old)
+
+	cut := crashCopy(t, crashed)
+	os.WriteFile(segmentPath(cut, 1), data[:len(data)-9], 0o644)
+	_, err := New(Config{DataDir: cut, Logger: discard()})
+	if err == nil || !strings.Contains(err.Error(), segmentPath(cut, 1)) || !strings.Contains(err.Error(), "when the log moved past it") {
+		t.Fatalf("a cut segment before the last: %v", err)
+	}
+
+	extra := crashCopy(t, crashed)
+	os.WriteFile(segmentPath(extra, 1), append(bytes.Clone(data), lastRecordOf(data)[:7]...), 0o644)
+	_, again := startOn(t, extra, Config{})
+	for _, item := range []string{"a", "d", "e"} {
+		if ok, _ := again.BFExists(ctx, "k", item).Result(); !ok {
+			t.Fatalf("%s lost", item)
+		}
+	}
+	if got, _ := os.ReadFile(segmentPath(extra, 1)); !bytes.Equal(got, data) {
+		t.Fatalf("segment 1 is %d bytes after the start, want the %d the manifest records", len(got), len(data))
+	}
+}
+
+// lastRecordOf returns the last record of a segment's bytes.
+func lastRecordOf(seg []byte) []byte {
+	at, last := segmentHeader, segmentHeader
+	for at < len(seg) {
+		last = at
+		at += 8 + int(binary.LittleEndian.Uint32(seg[at:])) + 8
+	}
+	return seg[last:]
+}
+
+// A data file the last save wrote that is gone without a DEL or FLUSHALL
+// is reported, by name: its key is lost. Files DEL and FLUSHALL removed
+// are not.
+func TestMissingDataFileIsReported(t *testing.T) {
+	ctx := context.Background()
+	for _, policy := range []string{"log", "no log"} {
+		t.Run(policy, func(t *testing.T) {
+			cfg := Config{AppendFsync: "always", DisableAppendLog: policy == "no log"}
+			dir := t.TempDir()
+			s, rdb := startOn(t, dir, cfg)
+			for _, k := range []string{"lost", "deleted", "kept", "flushed"} {
+				rdb.BFAdd(ctx, k, "x")
+			}
+			if err := s.Save(); err != nil {
+				t.Fatal(err)
+			}
+			if n, err := rdb.Del(ctx, "deleted").Result(); n != 1 || err != nil {
+				t.Fatalf("DEL %d %v", n, err)
+			}
+			d := crashCopy(t, dir)
+			lost := s.store.path("lost")
+			os.Remove(filepath.Join(d, filepath.Base(lost)))
+			var logged syncBuffer
+			cfg.Logger = slog.New(slog.NewTextHandler(&logged, nil))
+			_, again := startOn(t, d, cfg)
+			if n, _ := again.Exists(ctx, "lost", "deleted", "kept", "flushed").Result(); n != 2 {
+				t.Fatalf("EXISTS %d, want kept and flushed", n)
+			}
+			if !strings.Contains(logged.String(), "missing") || !strings.Contains(logged.String(), filepath.Base(lost)) {
+				t.Fatalf("the start logged %q; want the missing file named", logged.String())
+			}
+			if strings.Count(logged.String(), "missing") != 1 {
+				t.Fatalf("the start logged %q; want only the lost file reported", logged.String())
+			}
+			// FLUSHALL's removals are recorded too.
+			if err := again.FlushAll(ctx).Err(); err != nil {
+				t.Fatal(err)
+			}
+			var third syncBuffer
+			cfg.Logger = slog.New(slog.NewTextHandler(&third, nil))
+			startOn(t, crashCopy(t, d), cfg)
+			if strings.Contains(third.String(), "missing") {
+				t.Fatalf("after FLUSHALL the start logged %q", third.String())
+			}
+		})
+	}
+}
+
+// Turning the log off on a directory whose log holds keys: a DEL and a
+// FLUSHALL acknowledged without the log stay done after kill -9 and a
+// restart, with or without the log (the start without it saved the log's
+// keys and removed its segments before it took a command).
+func TestAppendOnlyNoKeepsDeletesOfLoggedKeys(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	_, rdb := startOn(t, dir, Config{AppendFsync: "always"})
+	for _, k := range []string{"a", "b", "c"} {
+		if err := rdb.BFAdd(ctx, k, "x").Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	off := crashCopy(t, dir) // kill -9: the keys are in the log only
+	_, noLog := startOn(t, off, Config{DisableAppendLog: true})
+	if n, _ := noLog.Exists(ctx, "a", "b", "c").Result(); n != 3 {
+		t.Fatalf("EXISTS %d after the start without the log", n)
+	}
+	if segs := segments(t, off); len(segs) != 0 {
+		t.Fatalf("segments %v left after a start without the log", segs)
+	}
+	if n, err := noLog.Del(ctx, "a").Result(); n != 1 || err != nil {
+		t.Fatalf("DEL %d %v", n, err)
+	}
+	afterDel := crashCopy(t, off)
+	if err := noLog.FlushAll(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	afterFlush := crashCopy(t, off)
+	for _, cfg := range []Config{{DisableAppendLog: true}, {AppendFsync: "always"}} {
+		_, r := startOn(t, crashCopy(t, afterDel), cfg)
+		if n, _ := r.Exists(ctx, "a").Result(); n != 0 {
+			t.Fatalf("a DEL acknowledged without the log is undone after a restart (log off: %v)", cfg.DisableAppendLog)
+		}
+		if n, _ := r.Exists(ctx, "b", "c").Result(); n != 2 {
+			t.Fatalf("EXISTS b c = %d after the DEL of a", n)
+		}
+		_, r = startOn(t, crashCopy(t, afterFlush), cfg)
+		if n, _ := r.DBSize(ctx).Result(); n != 0 {
+			t.Fatalf("a FLUSHALL acknowledged without the log is undone after a restart: %d keys (log off: %v)", n, cfg.DisableAppendLog)
+		}
+	}
+}
+
+// fakeDisk stands for a disk of a fixed capacity under a data directory:
+// through testDisk, a write fits in what the directory's files leave
+// free, so that removing a file frees space as it would.
+type fakeDisk struct {
+	dir      string
+	capacity atomic.Int64
+}
+
+func (d *fakeDisk) used() int64 {
+	ents, _ := os.ReadDir(d.dir)
+	var n int64
+	for _, ent := range ents {
+		if info, err := ent.Info(); err == nil {
+			n += info.Size()
+		}
+	}
+	return n
+}
+
+// useDisk puts dir on a fakeDisk with free bytes free, until the test ends.
+func useDisk(t *testing.T, dir string, free int64) *fakeDisk {
+	d := &fakeDisk{dir: dir}
+	d.capacity.Store(d.used() + free)
+	fit := func(n int) (int, error) {
+		if free := d.capacity.Load() - d.used(); free < int64(n) {
+			return int(max(free, 0)), syscall.ENOSPC
+		}
+		return n, nil
+	}
+	testDisk.Store(&fit)
+	t.Cleanup(func() { testDisk.Store(nil) })
+	return d
+}
+
+// A full disk: every change acknowledged before the first error survives
+// kill -9 once the log can be written again, without a save, and DEL and
+// FLUSHALL, which free the space, work on the full disk. Error texts name
+// files that exist.
+func TestFullDisk(t *testing.T) {
+	ctx := context.Background()
+	for _, policy := range []string{"everysec", "always"} {
+		for _, how := range []string{"DEL", "FLUSHALL", "space returns", "a save first"} {
+			t.Run(policy+"/"+how, func(t *testing.T) {
+				dir := t.TempDir()
+				s, rdb := startOn(t, dir, Config{AppendFsync: policy})
+				// A key whose file a DEL frees.
+				if err := rdb.BFReserve(ctx, "big", 0.0001, 100_000).Err(); err != nil {
+					t.Fatal(err)
+				}
+				if err := s.Save(); err != nil {
+					t.Fatal(err)
+				}
+				disk := useDisk(t, dir, 16<<10)
+				var acked []any
+				var misconf string
+				for i := 0; misconf == ""; i++ {
+					items := numbered(fmt.Sprintf("b%d-", i), 50)
+					err := rdb.BFMAdd(ctx, "k", items...).Err()
+					switch {
+					case err == nil:
+						acked = append(acked, items...)
+					case strings.HasPrefix(err.Error(), "MISCONF"):
+						misconf = err.Error()
+					case policy == "always":
+						// The write failed under it: disconnected
+						// unanswered.
+					default:
+						t.Fatal(err)
+					}
+					if i%10 == 9 {
+						s.store.log.flush(true) // what the flusher does every second
+					}
+				}
+				if len(acked) == 0 {
+					t.Fatal("nothing acknowledged before the disk filled")
+				}
+				if strings.Contains(misconf, ".tmp-") || !strings.Contains(misconf, segmentPath(dir, 2)) {
+					t.Fatalf("MISCONF %q: want it to name the segment", misconf)
+				}
+				check := func(crashed string, wantItems bool, wantKeys int64) *redis.Client {
+					t.Helper()
+					testDisk.Store(nil)
+					_, again := startOn(t, crashed, Config{})
+					if wantItems {
+						found, err := again.BFMExists(ctx, "k", acked...).Result()
+						if err != nil {
+							t.Fatal(err)
+						}
+						for i, ok := range found {
+							if !ok {
+								t.Fatalf("%v, acknowledged before the disk was full, is lost after kill -9", acked[i])
+							}
+						}
+					}
+					if n, _ := again.DBSize(ctx).Result(); n != wantKeys {
+						t.Fatalf("%d keys after kill -9, want %d", n, wantKeys)
+					}
+					return again
+				}
+				switch how {
+				case "DEL":
+					if n, err := rdb.Del(ctx, "big").Result(); n != 1 || err != nil {
+						t.Fatalf("DEL on a full disk: %d %v", n, err)
+					}
+					check(crashCopy(t, dir), true, 1)
+				case "FLUSHALL":
+					if err := rdb.FlushAll(ctx).Err(); err != nil {
+						t.Fatalf("FLUSHALL on a full disk: %v", err)
+					}
+					check(crashCopy(t, dir), false, 0)
+				case "space returns":
+					disk.capacity.Add(1 << 20)
+					if err := s.store.log.flush(true); err != nil { // the flusher's next try
+						t.Fatalf("the log, tried again with room: %v", err)
+					}
+					check(crashCopy(t, dir), true, 2)
+				case "a save first":
+					err := rdb.Save(ctx).Err()
+					if err == nil || strings.Contains(err.Error(), ".tmp-") || !strings.Contains(err.Error(), "no space left on device") {
+						t.Fatalf("SAVE on a full disk: %v; want an error naming no temporary file", err)
+					}
+					disk.capacity.Add(1 << 20)
+					if err := s.store.log.flush(true); err != nil {
+						t.Fatalf("the log, tried again with room: %v", err)
+					}
+					check(crashCopy(t, dir), true, 2)
+				}
+				if info, _ := rdb.Info(ctx, "persistence").Result(); !strings.Contains(info, "aof_last_write_status:ok") {
+					t.Fatalf("INFO after the disk had room again: %q", info)
+				}
+				if err := rdb.BFAdd(ctx, "k", "after").Err(); err != nil {
+					t.Fatal(err)
+				}
+				s.store.log.flush(true)
+				again := check(crashCopy(t, dir), how != "FLUSHALL", map[string]int64{"FLUSHALL": 1, "DEL": 1}[how]+map[bool]int64{true: 2}[how == "space returns" || how == "a save first"])
+				if ok, _ := again.BFExists(ctx, "k", "after").Result(); !ok {
+					t.Fatal("an add after the recovery is lost")
+				}
+			})
+		}
 	}
 }
 
@@ -489,7 +817,7 @@ func TestStartRemovesTemporaryFilesOfInterruptedSaves(t *testing.T) {
 // A FIFO (or any file that is not regular) named like a data file would
 // block the start on its open: it is refused, by name, unopened.
 func TestNonRegularFilesAreRefused(t *testing.T) {
-	for _, name := range []string{"0123456789abcdef0123456789abcdef.ohbs", "appendonly-0000000000000001.ohbl", lastSaveFile} {
+	for _, name := range []string{"0123456789abcdef0123456789abcdef.ohbs", "appendonly-0000000000000001.ohbl", lastSaveFile, manifestFile} {
 		t.Run(name, func(t *testing.T) {
 			dir := t.TempDir()
 			path := filepath.Join(dir, name)
@@ -585,8 +913,12 @@ func TestCFDelPastSaturatedCounters(t *testing.T) {
 }
 
 // While the log cannot be written, changes are refused (under always, the
-// client whose change was not made durable gets no reply); a save brings
-// it back.
+// client whose change was not made durable gets no reply; under everysec
+// it was acknowledged, and is kept); a DEL that can free nothing is not
+// acknowledged; once the disk has room the flusher's next try writes what
+// waited, and the log works again without a save. The disk is full for
+// saves too, so that the flusher's recovery save cannot end the failure
+// before the test looks.
 func TestLogWriteFailure(t *testing.T) {
 	ctx := context.Background()
 	for _, policy := range []string{"always", "everysec"} {
@@ -596,9 +928,9 @@ func TestLogWriteFailure(t *testing.T) {
 			if err := rdb.BFAdd(ctx, "k", "before").Err(); err != nil {
 				t.Fatal(err)
 			}
-			fault := func() error { return syscall.ENOSPC }
-			logFault.Store(&fault)
-			defer logFault.Store(nil)
+			rdb.BFAdd(ctx, "gone", "x")
+			s.store.log.flush(true)
+			disk := useDisk(t, dir, 0)
 			err := rdb.BFAdd(ctx, "k", "during").Err()
 			if policy == "always" {
 				if err == nil || strings.HasPrefix(err.Error(), "ERR") {
@@ -609,23 +941,30 @@ func TestLogWriteFailure(t *testing.T) {
 			}
 			s.store.log.flush(true)
 			wantErr(t, rdb.BFAdd(ctx, "k", "refused").Err(), "MISCONF")
-			wantErr(t, rdb.Del(ctx, "k").Err(), "MISCONF")
 			if info, _ := rdb.Info(ctx, "persistence").Result(); !strings.Contains(info, "aof_last_write_status:err") {
 				t.Fatalf("INFO while failing: %q", info)
 			}
 			if ok, _ := rdb.BFExists(ctx, "k", "before").Result(); !ok {
 				t.Fatal("reads fail too")
 			}
-			logFault.Store(nil)
-			if err := rdb.Save(ctx).Err(); err != nil {
+			if n, err := rdb.Del(ctx, "gone").Result(); err == nil {
+				t.Fatalf("a DEL that could not be made durable replied %d", n)
+			}
+			disk.capacity.Add(1 << 20)
+			if err := s.store.log.flush(true); err != nil { // the flusher's next try
 				t.Fatal(err)
 			}
 			if err := rdb.BFAdd(ctx, "k", "after").Err(); err != nil {
 				t.Fatal(err)
 			}
 			s.store.log.flush(true) // what the flusher does within a second
+			testDisk.Store(nil)
 			_, again := startOn(t, crashCopy(t, dir), Config{})
-			for _, item := range []string{"before", "after"} {
+			want := []string{"before", "after"}
+			if policy == "everysec" {
+				want = append(want, "during")
+			}
+			for _, item := range want {
 				if ok, _ := again.BFExists(ctx, "k", item).Result(); !ok {
 					t.Fatalf("%s lost", item)
 				}
@@ -635,8 +974,8 @@ func TestLogWriteFailure(t *testing.T) {
 }
 
 // A save compacts the log: the older segments go, and a server started
-// with --appendonly no replays what an earlier one logged, then removes it
-// at its first save.
+// with --appendonly no replays what an earlier one logged, saves it and
+// removes the segments before it serves.
 func TestLogCompaction(t *testing.T) {
 	dir := t.TempDir()
 	s, rdb := startOn(t, dir, Config{AppendFsync: "always"})
@@ -658,15 +997,12 @@ func TestLogCompaction(t *testing.T) {
 	}
 
 	off := crashCopy(t, dir)
-	s2, again := startOn(t, off, Config{DisableAppendLog: true})
+	_, again := startOn(t, off, Config{DisableAppendLog: true})
 	if ok, _ := again.BFExists(ctx, "k", "logged only").Result(); !ok {
 		t.Fatal("a server without the log did not replay the one on disk")
 	}
-	if err := s2.Save(); err != nil {
-		t.Fatal(err)
-	}
 	if segs := segments(t, off); len(segs) != 0 {
-		t.Fatalf("segments left after a save without the log: %v", segs)
+		t.Fatalf("segments left after a start without the log: %v", segs)
 	}
 	_, third := startOn(t, crashCopy(t, off), Config{DisableAppendLog: true})
 	if ok, _ := third.BFExists(ctx, "k", "logged only").Result(); !ok {

@@ -10,7 +10,6 @@ import (
 	"io"
 	"log/slog"
 	"math"
-	"os"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -354,6 +353,7 @@ type store struct {
 
 	dir            string // "" keeps everything in memory
 	log            *appendLog
+	man            *manifest // the data directory's manifest (manifest.go)
 	logger         *slog.Logger
 	maxFilterBytes uint64
 	stripe         [stripes]sync.Mutex
@@ -504,7 +504,7 @@ func (s *store) delOne(name string) (bool, uint64, error) {
 	if s.log == nil && s.dir != "" {
 		// No record can make the removal durable: the file goes first,
 		// and the key only if it went.
-		if err := os.Remove(s.path(name)); err != nil && !errors.Is(err, os.ErrNotExist) {
+		if err := s.removeDataFile(name); err != nil {
 			return false, 0, &errRemove{name, err}
 		}
 	}
@@ -521,7 +521,7 @@ func (s *store) delOne(name string) (bool, uint64, error) {
 	}
 	s.mu.Unlock()
 	if s.log != nil {
-		if err := os.Remove(s.path(name)); err != nil && !errors.Is(err, os.ErrNotExist) {
+		if err := s.removeDataFile(name); err != nil {
 			s.logger.Warn("DEL: the data file stays until the next save removes it; the log records the deletion", "key", name, "err", err)
 		}
 	}
@@ -549,7 +549,7 @@ func (s *store) flush() (uint64, error) {
 		// A key created again since the flush and saved already owns
 		// the file; otherwise the file is the flushed key's.
 		if now := s.get(name); now == nil || !now.onDisk {
-			if err := os.Remove(s.path(name)); err != nil && !errors.Is(err, os.ErrNotExist) {
+			if err := s.removeDataFile(name); err != nil {
 				s.logger.Warn("FLUSHALL: the data file stays until the next save removes it; the log records the flush", "key", name, "err", err)
 			}
 		}
