@@ -7,6 +7,9 @@ import (
 	"io"
 	"math"
 	"math/bits"
+
+	"github.com/ohbloom/ohbloom/internal/stream"
+	"github.com/ohbloom/ohbloom/internal/sysmem"
 )
 
 // Strategy names a classic filter's hashing and byte format, each exactly
@@ -105,7 +108,7 @@ func NewClassic(s Strategy, m, k uint64) (*ClassicFilter, error) {
 		}
 		m = words * 64
 	}
-	if mem := physicalMemory(); words*8 > mem {
+	if mem := sysmem.RAMPlusSwap(); words*8 > mem {
 		return nil, fmt.Errorf("%w: %d bits, the machine has %d bytes", ErrTooLarge, m, mem)
 	}
 	return &ClassicFilter{strategy: s, m: m, k: k, length: m, words: make([]uint64, words)}, nil
@@ -279,10 +282,10 @@ func (f *ClassicFilter) WriteTo(w io.Writer) (int64, error) {
 	if err != nil {
 		return written, err
 	}
-	buf := make([]byte, 0, ioChunk)
+	buf := make([]byte, 0, stream.Chunk)
 	for i := 0; i < len(f.words); {
 		buf = buf[:0]
-		for ; i < len(f.words) && len(buf) < ioChunk; i++ {
+		for ; i < len(f.words) && len(buf) < stream.Chunk; i++ {
 			buf = binary.BigEndian.AppendUint64(buf, f.words[i])
 		}
 		n, err := w.Write(buf)
@@ -305,35 +308,35 @@ func (f *ClassicFilter) WriteTo(w io.Writer) (int64, error) {
 // is at most 16 times the bytes received, so a valid stream peaks at 1/16
 // over the filter's size.
 func ReadClassic(r io.Reader, s Strategy) (*ClassicFilter, int64, error) {
-	in := &exactReader{r: r}
-	fill := in.fill
+	in := &stream.Reader{R: r, Short: ErrTruncated}
+	fill := in.Fill
 	var m, k, length uint64
 	switch s {
 	case BitsAndBlooms:
 		var head [24]byte
 		if err := fill(head[:]); err != nil {
-			return nil, in.n, err
+			return nil, in.N, err
 		}
 		m, k = binary.BigEndian.Uint64(head[:]), binary.BigEndian.Uint64(head[8:])
 		length = binary.BigEndian.Uint64(head[16:])
 		if m == 0 || m > maxClassicBits || k > maxClassicK {
-			return nil, in.n, fmt.Errorf("%w: m = %d bits, k = %d", ErrCorrupt, m, k)
+			return nil, in.N, fmt.Errorf("%w: m = %d bits, k = %d", ErrCorrupt, m, k)
 		}
-		if mem := physicalMemory(); length < m && (m+63)/64*8 > mem {
-			return nil, in.n, fmt.Errorf("%w: %w: a bitset of %d bits may grow to m = %d, the machine has %d bytes", ErrCorrupt, ErrTooLarge, length, m, mem)
+		if mem := sysmem.RAMPlusSwap(); length < m && (m+63)/64*8 > mem {
+			return nil, in.N, fmt.Errorf("%w: %w: a bitset of %d bits may grow to m = %d, the machine has %d bytes", ErrCorrupt, ErrTooLarge, length, m, mem)
 		}
 	case GuavaMurmur128Mitz64:
 		var head [6]byte
 		if err := fill(head[:]); err != nil {
-			return nil, in.n, err
+			return nil, in.N, err
 		}
 		if head[0] != 1 {
-			return nil, in.n, fmt.Errorf("%w: Guava strategy ordinal %d, only 1 (MURMUR128_MITZ_64) is supported", ErrUnknownStrategy, head[0])
+			return nil, in.N, fmt.Errorf("%w: Guava strategy ordinal %d, only 1 (MURMUR128_MITZ_64) is supported", ErrUnknownStrategy, head[0])
 		}
 		k = uint64(head[1])
 		n := int32(binary.BigEndian.Uint32(head[2:]))
 		if n <= 0 || k == 0 {
-			return nil, in.n, fmt.Errorf("%w: %d words, k = %d", ErrCorrupt, n, k)
+			return nil, in.N, fmt.Errorf("%w: %d words, k = %d", ErrCorrupt, n, k)
 		}
 		m = uint64(n) * 64
 		length = m
@@ -342,24 +345,24 @@ func ReadClassic(r io.Reader, s Strategy) (*ClassicFilter, int64, error) {
 	}
 	f := &ClassicFilter{strategy: s, m: m, k: k, length: length}
 	words := length/64 + min(1, length%64)
-	buf := make([]byte, ioChunk)
+	buf := make([]byte, stream.Chunk)
 	for done := uint64(0); done < words; {
 		if done == uint64(len(f.words)) {
-			grown := make([]uint64, nextStreamAlloc(done, words, firstAlloc/8))
+			grown := make([]uint64, stream.NextAlloc(done, words, stream.FirstAlloc/8))
 			copy(grown, f.words)
 			f.words = grown
 		}
-		n := min(uint64(len(f.words))-done, ioChunk/8)
+		n := min(uint64(len(f.words))-done, stream.Chunk/8)
 		chunk := buf[:n*8]
 		if err := fill(chunk); err != nil {
-			return nil, in.n, err
+			return nil, in.N, err
 		}
 		for i := range n {
 			f.words[done+i] = binary.BigEndian.Uint64(chunk[i*8:])
 		}
 		done += n
 	}
-	return f, in.n, nil
+	return f, in.N, nil
 }
 
 // MarshalBinary returns the filter in its library's format.

@@ -15,6 +15,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/ohbloom/ohbloom/internal/sysmem"
 )
 
 // TestGuavaSizeLimit: Guava holds at most 2^31−1 words; beyond, NewClassic
@@ -124,7 +126,7 @@ func TestClassicBitsAndBloomsOddStreams(t *testing.T) {
 			t.Errorf("%x: %v", bad[:24], err)
 		}
 	}
-	if physicalMemory() < 1<<40/8 {
+	if sysmem.RAMPlusSwap() < 1<<40/8 {
 		if _, _, err := ReadClassic(bytes.NewReader(bbStream(1<<40, 3, 64, 0)), BitsAndBlooms); !errors.Is(err, ErrTooLarge) {
 			t.Errorf("a short bitset that could grow past the machine: %v", err)
 		}

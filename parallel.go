@@ -9,6 +9,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/ohbloom/ohbloom/internal/sysmem"
 	"github.com/zeebo/xxh3"
 )
 
@@ -95,7 +96,7 @@ func (c LoadConfig) plan(l *layout, workers int, keys uint64) loadPlan {
 // defaultLoadMemory is a quarter of the machine's memory, or of the Go
 // memory limit when one is set and lower.
 func defaultLoadMemory() uint64 {
-	mem := physicalMemory()
+	mem := sysmem.RAMPlusSwap()
 	if limit := debug.SetMemoryLimit(-1); limit > 0 && limit < math.MaxInt64 {
 		mem = min(mem, uint64(limit))
 	}

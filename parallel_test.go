@@ -10,6 +10,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+
+	"github.com/ohbloom/ohbloom/internal/sysmem"
 )
 
 // TestBulkLoadWithLiveStream is the start-up of the service this library
@@ -309,8 +311,8 @@ func TestLoadPlan(t *testing.T) {
 			t.Errorf("%d bytes, %d workers, %d keys: plan %d, want %d", c.memory, c.workers, c.keys, got, c.want)
 		}
 	}
-	if m := defaultLoadMemory(); m == 0 || m > physicalMemory() {
-		t.Errorf("default load memory %d of %d", m, physicalMemory())
+	if m := defaultLoadMemory(); m == 0 || m > sysmem.RAMPlusSwap() {
+		t.Errorf("default load memory %d of %d", m, sysmem.RAMPlusSwap())
 	}
 }
 

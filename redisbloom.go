@@ -7,6 +7,8 @@ import (
 	"math"
 	"math/bits"
 	"sync/atomic"
+
+	"github.com/ohbloom/ohbloom/internal/sysmem"
 )
 
 // Option bits of a RedisBloom chain, as its dump header records them
@@ -158,7 +160,7 @@ func newRBChain(c RedisBloomConfig) (rbChain, rbParams, error) {
 	ch := rbChain{options: RedisBloomForce64 | RedisBloomNoRound, growth: c.Expansion,
 		hasher: rbHasher{kind: rbHashMurmur64}, maxBytes: c.MaxBytes}
 	if ch.maxBytes == 0 {
-		ch.maxBytes = physicalMemory()
+		ch.maxBytes = sysmem.RAMPlusSwap()
 	}
 	e := c.ErrorRate * rbTightening
 	if c.NonScaling {
@@ -437,7 +439,7 @@ func decodeRBHeader(buf []byte, maxBytes uint64) (rbHeader, error) {
 		h.hasher.kind = rbHashMurmur64
 	}
 	if h.maxBytes == 0 {
-		h.maxBytes = physicalMemory()
+		h.maxBytes = sysmem.RAMPlusSwap()
 	}
 	h.params = make([]rbParams, n)
 	h.items = make([]uint64, n)

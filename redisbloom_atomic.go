@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
+
+	"github.com/ohbloom/ohbloom/internal/sysmem"
 )
 
 // AtomicRedisBloomFilter is a RedisBloomFilter safe for concurrent use by
@@ -235,7 +237,7 @@ func (f *AtomicRedisBloomFilter) Options() uint32 { return f.options }
 // SetMaxBytes is RedisBloomFilter.SetMaxBytes.
 func (f *AtomicRedisBloomFilter) SetMaxBytes(n uint64) {
 	if n == 0 {
-		n = physicalMemory()
+		n = sysmem.RAMPlusSwap()
 	}
 	f.mu.Lock()
 	f.maxBytes = n

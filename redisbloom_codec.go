@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/ohbloom/ohbloom/internal/stream"
 	"github.com/zeebo/xxh3"
 )
 
@@ -20,19 +21,6 @@ const (
 	rbMagic       = "OHRBCHN\x01"
 	rbFrameHeader = 12
 )
-
-// rbReadGrowth bounds how far ahead of the data a stream's allocations
-// run: each is at most this many times what has arrived, so a stream that
-// claims more than it holds costs at most that factor, and the last copy
-// of a filter's words costs at most 1/rbReadGrowth of its size on top.
-const rbReadGrowth = 16
-
-// nextStreamAlloc returns how many units to allocate for a stream that has
-// delivered done of total: up to rbReadGrowth times done, and at least
-// first.
-func nextStreamAlloc(done, total, first uint64) uint64 {
-	return min(total, max(first, rbReadGrowth*done))
-}
 
 // marshalRB encodes a chain in the format above.
 func marshalRB(c *rbChain, n int, link func(int) (*rbParams, uint64), words func(int) []uint64) []byte {
@@ -62,11 +50,11 @@ func writeRB(w io.Writer, c *rbChain, n int, link func(int) (*rbParams, uint64),
 	if err := put(head); err != nil {
 		return written, err
 	}
-	buf := make([]byte, 0, ioChunk)
+	buf := make([]byte, 0, stream.Chunk)
 	for i := range n {
 		p, _ := link(i)
 		for off := uint64(0); off < p.bytes; {
-			k := min(ioChunk, p.bytes-off)
+			k := min(stream.Chunk, p.bytes-off)
 			if err := put(appendWordBytes(buf[:0], words(i), off, k)); err != nil {
 				return written, err
 			}
@@ -147,72 +135,72 @@ func decodeLE(words []uint64, src []byte) {
 }
 
 // readRB reads exactly one encoded chain from r. Its memory grows with the
-// bytes that arrive (see nextStreamAlloc), never with what the header
+// bytes that arrive (see stream.NextAlloc), never with what the header
 // claims.
 func readRB(r io.Reader) (rbHeader, [][]uint64, int64, error) {
-	in := &exactReader{r: r}
+	in := &stream.Reader{R: r, Short: ErrTruncated}
 	sum := xxh3.New()
 	fill := func(b []byte) error {
-		err := in.fill(b)
+		err := in.Fill(b)
 		sum.Write(b)
 		return err
 	}
 	var frame [rbFrameHeader]byte
 	if err := fill(frame[:]); err != nil {
 		if errors.Is(err, ErrTruncated) {
-			if ferr := checkRBFrame(frame[:in.n]); ferr != nil {
-				return rbHeader{}, nil, in.n, ferr
+			if ferr := checkRBFrame(frame[:in.N]); ferr != nil {
+				return rbHeader{}, nil, in.N, ferr
 			}
 		}
-		return rbHeader{}, nil, in.n, err
+		return rbHeader{}, nil, in.N, err
 	}
 	if err := checkRBFrame(frame[:]); err != nil {
-		return rbHeader{}, nil, in.n, err
+		return rbHeader{}, nil, in.N, err
 	}
 	hlen := uint64(binary.LittleEndian.Uint32(frame[8:]))
 	if hlen < rbChainHeaderSize {
-		return rbHeader{}, nil, in.n, fmt.Errorf("%w: %w: a header of %d bytes", ErrCorrupt, ErrRedisBloomBadData, hlen)
+		return rbHeader{}, nil, in.N, fmt.Errorf("%w: %w: a header of %d bytes", ErrCorrupt, ErrRedisBloomBadData, hlen)
 	}
 	var header []byte
 	for done := uint64(0); done < hlen; {
-		k := min(ioChunk, hlen-done)
+		k := min(stream.Chunk, hlen-done)
 		header = append(header, make([]byte, k)...)
 		if err := fill(header[done:]); err != nil {
-			return rbHeader{}, nil, in.n, err
+			return rbHeader{}, nil, in.N, err
 		}
 		done += k
 	}
 	h, err := decodeRBHeader(header, 0)
 	if err != nil {
-		return rbHeader{}, nil, in.n, err
+		return rbHeader{}, nil, in.N, err
 	}
 	words := make([][]uint64, len(h.params))
-	buf := make([]byte, ioChunk)
+	buf := make([]byte, stream.Chunk)
 	for i := range h.params {
 		p := &h.params[i]
 		total := p.words()
 		for off := uint64(0); off < p.bytes; {
 			if w := off / 8; w == uint64(len(words[i])) {
-				grown := make([]uint64, nextStreamAlloc(w, total, firstAlloc/8))
+				grown := make([]uint64, stream.NextAlloc(w, total, stream.FirstAlloc/8))
 				copy(grown, words[i])
 				words[i] = grown
 			}
-			k := min(ioChunk, p.bytes-off, uint64(len(words[i]))*8-off)
+			k := min(stream.Chunk, p.bytes-off, uint64(len(words[i]))*8-off)
 			if err := fill(buf[:k]); err != nil {
-				return rbHeader{}, nil, in.n, err
+				return rbHeader{}, nil, in.N, err
 			}
 			decodeLE(words[i][off/8:(off+k+7)/8], buf[:k])
 			off += k
 		}
 	}
 	var tail [trailerSize]byte
-	if err := in.fill(tail[:]); err != nil {
-		return rbHeader{}, nil, in.n, err
+	if err := in.Fill(tail[:]); err != nil {
+		return rbHeader{}, nil, in.N, err
 	}
 	if got, rec := sum.Sum64(), binary.LittleEndian.Uint64(tail[:]); got != rec {
-		return rbHeader{}, nil, in.n, fmt.Errorf("%w: data hashes to %#x, recorded %#x", ErrChecksum, got, rec)
+		return rbHeader{}, nil, in.N, fmt.Errorf("%w: data hashes to %#x, recorded %#x", ErrChecksum, got, rec)
 	}
-	return h, words, in.n, nil
+	return h, words, in.N, nil
 }
 
 func (f *RedisBloomFilter) words(i int) []uint64 { return f.links[i].words }

@@ -2,6 +2,8 @@ package ohbloom
 
 import (
 	"fmt"
+
+	"github.com/ohbloom/ohbloom/internal/sysmem"
 )
 
 // RedisBloomFilter is RedisBloom's scalable Bloom filter (its SBChain), bit
@@ -235,7 +237,7 @@ func (f *RedisBloomFilter) Options() uint32 { return f.options }
 // growth past it fails. 0 means the machine's RAM plus swap.
 func (f *RedisBloomFilter) SetMaxBytes(n uint64) {
 	if n == 0 {
-		n = physicalMemory()
+		n = sysmem.RAMPlusSwap()
 	}
 	f.maxBytes = n
 }

@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 
 	"github.com/ohbloom/ohbloom/internal/fpr"
+	"github.com/ohbloom/ohbloom/internal/sysmem"
 )
 
 // DefaultSeed is the hash seed of filters built without Config.Seed or
@@ -187,7 +188,7 @@ func checkBlockLimits(n uint64) error {
 // checkMemory refuses block counts beyond this machine's memory, for a
 // filter about to be allocated.
 func checkMemory(n uint64) error {
-	if mem := physicalMemory(); n > mem/blockBytes {
+	if mem := sysmem.RAMPlusSwap(); n > mem/blockBytes {
 		return fmt.Errorf("%w: %d blocks take %d bytes, the machine has %d (RAM and swap)",
 			ErrTooLarge, n, n*blockBytes, mem)
 	}
