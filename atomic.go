@@ -153,13 +153,6 @@ func orMissing(p *uint64, m uint64) {
 	}
 }
 
-// orReportNew is orMissing that also reports whether this call set a bit
-// that was clear, judged on the value the OR replaced: of two goroutines
-// racing on the word only one can see the bits clear.
-func orReportNew(p *uint64, m uint64) bool {
-	return atomic.LoadUint64(p)&m != m && atomic.OrUint64(p, m)&m != m
-}
-
 func (f *AtomicFilter) testAndAddHash(h uint64) bool {
 	b, x := f.blockOf(h), residue(h)
 	// Either probe writes only when its read of the block found a bit

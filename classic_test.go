@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/ohbloom/ohbloom/internal/sysmem"
+	"github.com/ohbloom/ohbloom/internal/testkeys"
 )
 
 // TestGuavaSizeLimit: Guava holds at most 2^31−1 words; beyond, NewClassic
@@ -165,7 +166,7 @@ func (s *bbSynthetic) Read(p []byte) (int, error) {
 			if s.next == s.words {
 				break
 			}
-			binary.BigEndian.PutUint64(s.buf[:], mix(s.next))
+			binary.BigEndian.PutUint64(s.buf[:], testkeys.Mix(s.next))
 			s.pend, s.next = s.buf[:], s.next+1
 		}
 		c := copy(p[n:], s.pend)
@@ -201,7 +202,7 @@ func TestReadClassicMemory(t *testing.T) {
 	if err != nil || n != readClassicFilterBytes+24 {
 		t.Fatalf("ReadClassic: %v after %d bytes", err, n)
 	}
-	if f.words[12345] != mix(12345) {
+	if f.words[12345] != testkeys.Mix(12345) {
 		t.Fatal("wrong words")
 	}
 	alloc := after.TotalAlloc - before.TotalAlloc

@@ -85,8 +85,8 @@
 //     (docs/how-it-works.md).
 //   - ClassicFilter reads, answers and writes the filters of
 //     bits-and-blooms/bloom/v3 and Guava bit for bit.
-//   - RedisBloomFilter and AtomicRedisBloomFilter are RedisBloom's scalable
-//     filter, bit for bit, loaded from and dumped to its BF.SCANDUMP chunks.
+//   - Package redisbloom holds RedisBloom's scalable filter, bit for bit,
+//     loaded from and dumped to its BF.SCANDUMP chunks.
 //
 // The compatibility types cost k cache misses per key; new filters should
 // use Filter or ScalableFilter.

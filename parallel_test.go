@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/ohbloom/ohbloom/internal/race"
 	"github.com/ohbloom/ohbloom/internal/sysmem"
 )
 
@@ -133,7 +134,7 @@ func TestAddParallelSmallAndEmpty(t *testing.T) {
 // block arithmetic would wrap, and checks keys land all over it and are
 // found, one by one and in batches.
 func TestHugeFilter(t *testing.T) {
-	if testing.Short() || raceEnabled {
+	if testing.Short() || race.Enabled {
 		t.Skip("allocates 4 GiB")
 	}
 	a, err := NewAtomicWithConfig(Config{Blocks: 1 << 26, K: 7})

@@ -11,6 +11,7 @@ import (
 	"slices"
 
 	"github.com/ohbloom/ohbloom"
+	"github.com/ohbloom/ohbloom/redisbloom"
 	"github.com/zeebo/xxh3"
 )
 
@@ -352,7 +353,7 @@ func (rp *replayer) apply(body []byte) error {
 		// The filters' bits are allocated as chunks and adds reach
 		// them, and all of them together are bounded as BF.LOADCHUNK
 		// bounded them.
-		f, err := ohbloom.NewAtomicRedisBloomFromHeader(rest, rp.maxFilterBytes)
+		f, err := redisbloom.NewAtomicFromHeader(rest, rp.maxFilterBytes)
 		if err != nil {
 			return fmt.Errorf("create record of key %q: %w", clip(key), err)
 		}

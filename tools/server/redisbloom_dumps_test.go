@@ -51,7 +51,7 @@ type rbGoldenState struct {
 }
 
 // The shared directory beside the worktree, then the repository's copy.
-var rbGoldenDirs = []string{"../../../shared/testdata/redisbloom", "../../testdata/redisbloom"}
+var rbGoldenDirs = []string{"../../../shared/testdata/redisbloom", "../../redisbloom/testdata"}
 
 // loadRBGolden reads every dump of both directories, once per name, the
 // shared one first. With none at all it fails: the test never passes by

@@ -1,4 +1,4 @@
-package ohbloom
+package redisbloom
 
 import (
 	"fmt"
@@ -8,7 +8,7 @@ import (
 	"github.com/ohbloom/ohbloom/internal/sysmem"
 )
 
-// AtomicRedisBloomFilter is a RedisBloomFilter safe for concurrent use by
+// AtomicFilter is a Filter safe for concurrent use by
 // multiple goroutines, for a server that serves many connections at once.
 // Tests take no lock: the filters are published as an immutable list
 // through an atomic pointer and their words are read with atomic loads.
@@ -16,7 +16,7 @@ import (
 // add on its filter's counter. A goroutine takes the lock only to grow the
 // chain or to allocate a filter's bits on its first write, once per filter.
 //
-// Sequential adds give exactly RedisBloomFilter's results: the same bits,
+// Sequential adds give exactly Filter's results: the same bits,
 // counts, growth and dumps. Concurrent adds give the same bits as some
 // order of the same adds, except that goroutines adding the same new item
 // at once may all count it, and that adds racing with a full filter may
@@ -25,53 +25,53 @@ import (
 // LoadChunk replaces bytes: adds running at the same time into the same
 // bytes may be lost, as they would be overwritten had they come first.
 //
-// The zero AtomicRedisBloomFilter is not usable; build one with
-// NewAtomicRedisBloom, NewAtomicRedisBloomFromHeader or ReadFrom.
-type AtomicRedisBloomFilter struct {
-	rbChain
-	links atomic.Pointer[[]*rbAtomicLink]
+// The zero AtomicFilter is not usable; build one with
+// NewAtomic, NewAtomicFromHeader or ReadFrom.
+type AtomicFilter struct {
+	bfChain
+	links atomic.Pointer[[]*bfAtomicLink]
 	mu    sync.Mutex // growth, first allocation of a filter's words, SetMaxBytes
 }
 
-// rbAtomicLink is one filter of an AtomicRedisBloomFilter.
-type rbAtomicLink struct {
-	rbParams
+// bfAtomicLink is one filter of an AtomicFilter.
+type bfAtomicLink struct {
+	bfParams
 	words atomic.Pointer[[]uint64] // nil until first written
 	items atomic.Uint64
 	_     [64 - 8]byte // the counter alone on its line, away from the params that every probe reads
 }
 
-// NewAtomicRedisBloom is NewRedisBloom for an AtomicRedisBloomFilter.
-func NewAtomicRedisBloom(c RedisBloomConfig) (*AtomicRedisBloomFilter, error) {
-	ch, p, err := newRBChain(c)
+// NewAtomic is New for an AtomicFilter.
+func NewAtomic(c Config) (*AtomicFilter, error) {
+	ch, p, err := newBFChain(c)
 	if err != nil {
 		return nil, err
 	}
-	f := &AtomicRedisBloomFilter{rbChain: ch}
-	l := &rbAtomicLink{rbParams: p}
+	f := &AtomicFilter{bfChain: ch}
+	l := &bfAtomicLink{bfParams: p}
 	words := make([]uint64, p.words())
 	l.words.Store(&words)
-	f.links.Store(&[]*rbAtomicLink{l})
+	f.links.Store(&[]*bfAtomicLink{l})
 	return f, nil
 }
 
-// NewAtomicRedisBloomFromHeader is NewRedisBloomFromHeader for an
-// AtomicRedisBloomFilter.
-func NewAtomicRedisBloomFromHeader(header []byte, maxBytes uint64) (*AtomicRedisBloomFilter, error) {
-	h, err := decodeRBHeader(header, maxBytes)
+// NewAtomicFromHeader is NewFromHeader for an
+// AtomicFilter.
+func NewAtomicFromHeader(header []byte, maxBytes uint64) (*AtomicFilter, error) {
+	h, err := decodeBFHeader(header, maxBytes)
 	if err != nil {
 		return nil, err
 	}
-	return newAtomicRBFrom(h, nil), nil
+	return newAtomicBFFrom(h, nil), nil
 }
 
-// newAtomicRBFrom builds a chain from a decoded header and, if not nil,
+// newAtomicBFFrom builds a chain from a decoded header and, if not nil,
 // the filters' words.
-func newAtomicRBFrom(h rbHeader, words [][]uint64) *AtomicRedisBloomFilter {
-	f := &AtomicRedisBloomFilter{rbChain: h.rbChain}
-	links := make([]*rbAtomicLink, len(h.params))
+func newAtomicBFFrom(h bfHeader, words [][]uint64) *AtomicFilter {
+	f := &AtomicFilter{bfChain: h.bfChain}
+	links := make([]*bfAtomicLink, len(h.params))
 	for i := range links {
-		l := &rbAtomicLink{rbParams: h.params[i]}
+		l := &bfAtomicLink{bfParams: h.params[i]}
 		l.items.Store(h.items[i])
 		if words != nil && words[i] != nil {
 			l.words.Store(&words[i])
@@ -82,48 +82,48 @@ func newAtomicRBFrom(h rbHeader, words [][]uint64) *AtomicRedisBloomFilter {
 	return f
 }
 
-func (l *rbAtomicLink) loadWords() []uint64 {
+func (l *bfAtomicLink) loadWords() []uint64 {
 	if w := l.words.Load(); w != nil {
 		return *w
 	}
 	return nil
 }
 
-// Add is RedisBloomFilter.Add, safe to call concurrently with any method
+// Add is Filter.Add, safe to call concurrently with any method
 // but ReadFrom and UnmarshalBinary.
-func (f *AtomicRedisBloomFilter) Add(item []byte) (bool, error) {
+func (f *AtomicFilter) Add(item []byte) (bool, error) {
 	a, b := f.hasher.hash(item)
 	return f.addHash(a, b)
 }
 
 // AddString is Add for a string item.
-func (f *AtomicRedisBloomFilter) AddString(item string) (bool, error) {
+func (f *AtomicFilter) AddString(item string) (bool, error) {
 	return f.Add(stringBytes(item))
 }
 
 // Hash returns the chain's hashes of item, the pair (a, b) every filter
-// of the chain probes with (see RedisBloomFilter's doc). They depend on
+// of the chain probes with (see Filter's doc). They depend on
 // the chain's options and hash configuration, never on its filters, so
 // they stay valid as the chain grows.
-func (f *AtomicRedisBloomFilter) Hash(item []byte) (a, b uint64) { return f.hasher.hash(item) }
+func (f *AtomicFilter) Hash(item []byte) (a, b uint64) { return f.hasher.hash(item) }
 
 // AddHash is Add for the item whose Hash is (a, b): a server logs the pair
 // of each added item and replays its log with AddHash, which reaches the
 // same bits, counts and growth as the adds did when applied in the same
 // order.
-func (f *AtomicRedisBloomFilter) AddHash(a, b uint64) (bool, error) { return f.addHash(a, b) }
+func (f *AtomicFilter) AddHash(a, b uint64) (bool, error) { return f.addHash(a, b) }
 
 // TestHash is Test for the item whose Hash is (a, b).
-func (f *AtomicRedisBloomFilter) TestHash(a, b uint64) bool {
-	return testRBLinks(*f.links.Load(), a, b)
+func (f *AtomicFilter) TestHash(a, b uint64) bool {
+	return testBFLinks(*f.links.Load(), a, b)
 }
 
-// addHash is RedisBloomFilter.addHash with atomic operations.
-func (f *AtomicRedisBloomFilter) addHash(a, b uint64) (bool, error) {
+// addHash is Filter.addHash with atomic operations.
+func (f *AtomicFilter) addHash(a, b uint64) (bool, error) {
 	links := *f.links.Load()
 	cur := links[len(links)-1]
 	if cur.items.Load() >= cur.entries {
-		if testRBLinks(links, a, b) {
+		if testBFLinks(links, a, b) {
 			return false, nil
 		}
 		var err error
@@ -131,7 +131,7 @@ func (f *AtomicRedisBloomFilter) addHash(a, b uint64) (bool, error) {
 			return false, err
 		}
 		cur = links[len(links)-1]
-	} else if testRBLinks(links[:len(links)-1], a, b) {
+	} else if testBFLinks(links[:len(links)-1], a, b) {
 		return false, nil
 	}
 	words := cur.loadWords()
@@ -150,9 +150,9 @@ func (f *AtomicRedisBloomFilter) addHash(a, b uint64) (bool, error) {
 
 // grow adds filter n to the chain, unless another goroutine already has,
 // and returns the filters.
-func (f *AtomicRedisBloomFilter) grow(n int) ([]*rbAtomicLink, error) {
+func (f *AtomicFilter) grow(n int) ([]*bfAtomicLink, error) {
 	if f.nonScaling() {
-		return nil, ErrRedisBloomFull
+		return nil, ErrFull
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -160,11 +160,11 @@ func (f *AtomicRedisBloomFilter) grow(n int) ([]*rbAtomicLink, error) {
 	if len(links) > n {
 		return links, nil
 	}
-	next, err := f.nextLink(&links[n-1].rbParams, n, totalRBBytes(links))
+	next, err := f.nextLink(&links[n-1].bfParams, n, totalBFBytes(links))
 	if err != nil {
 		return nil, err
 	}
-	l := &rbAtomicLink{rbParams: next}
+	l := &bfAtomicLink{bfParams: next}
 	words := make([]uint64, next.words())
 	l.words.Store(&words)
 	grown := append(links[:n:n], l)
@@ -174,18 +174,26 @@ func (f *AtomicRedisBloomFilter) grow(n int) ([]*rbAtomicLink, error) {
 
 // allocate gives a filter its words on its first write, unless another
 // goroutine already has.
-func (f *AtomicRedisBloomFilter) allocate(l *rbAtomicLink) []uint64 {
+func (f *AtomicFilter) allocate(l *bfAtomicLink) []uint64 {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if w := l.loadWords(); w != nil {
 		return w
 	}
-	words := make([]uint64, l.rbParams.words())
+	words := make([]uint64, l.bfParams.words())
 	l.words.Store(&words)
 	return words
 }
 
-func totalRBBytes(links []*rbAtomicLink) uint64 {
+// orReportNew sets the bits m in *p, with no write when they are all set
+// already, and reports whether this call set one that was clear, judged on
+// the value the OR replaced: of two goroutines racing on the word only one
+// can see the bits clear.
+func orReportNew(p *uint64, m uint64) bool {
+	return atomic.LoadUint64(p)&m != m && atomic.OrUint64(p, m)&m != m
+}
+
+func totalBFBytes(links []*bfAtomicLink) uint64 {
 	var n uint64
 	for _, l := range links {
 		n += l.bytes
@@ -193,16 +201,16 @@ func totalRBBytes(links []*rbAtomicLink) uint64 {
 	return n
 }
 
-// Test is RedisBloomFilter.Test. It never waits.
-func (f *AtomicRedisBloomFilter) Test(item []byte) bool {
+// Test is Filter.Test. It never waits.
+func (f *AtomicFilter) Test(item []byte) bool {
 	a, b := f.hasher.hash(item)
-	return testRBLinks(*f.links.Load(), a, b)
+	return testBFLinks(*f.links.Load(), a, b)
 }
 
 // TestString is Test for a string item.
-func (f *AtomicRedisBloomFilter) TestString(item string) bool { return f.Test(stringBytes(item)) }
+func (f *AtomicFilter) TestString(item string) bool { return f.Test(stringBytes(item)) }
 
-func testRBLinks(links []*rbAtomicLink, a, b uint64) bool {
+func testBFLinks(links []*bfAtomicLink, a, b uint64) bool {
 	for i := len(links) - 1; i >= 0; i-- {
 		if l := links[i]; l.test(l.loadWords(), a, b) {
 			return true
@@ -212,30 +220,30 @@ func testRBLinks(links []*rbAtomicLink, a, b uint64) bool {
 }
 
 // linksOf returns accessors over a snapshot of the filters.
-func linksOf(links []*rbAtomicLink) (func(int) (*rbParams, uint64), func(int) uint64) {
-	return func(i int) (*rbParams, uint64) { return &links[i].rbParams, links[i].items.Load() },
+func linksOf(links []*bfAtomicLink) (func(int) (*bfParams, uint64), func(int) uint64) {
+	return func(i int) (*bfParams, uint64) { return &links[i].bfParams, links[i].items.Load() },
 		func(i int) uint64 { return links[i].bytes }
 }
 
-// Info is RedisBloomFilter.Info. During concurrent adds it reports some of
+// Info is Filter.Info. During concurrent adds it reports some of
 // them and not others.
-func (f *AtomicRedisBloomFilter) Info() RedisBloomInfo {
+func (f *AtomicFilter) Info() Info {
 	links := *f.links.Load()
 	link, _ := linksOf(links)
 	return f.infoOf(len(links), link)
 }
 
-// Link is RedisBloomFilter.Link.
-func (f *AtomicRedisBloomFilter) Link(i int) RedisBloomLink {
+// Link is Filter.Link.
+func (f *AtomicFilter) Link(i int) Link {
 	l := (*f.links.Load())[i]
 	return l.info(l.items.Load())
 }
 
-// Options returns the chain's option bits (RedisBloomNoRound etc.).
-func (f *AtomicRedisBloomFilter) Options() uint32 { return f.options }
+// Options returns the chain's option bits (NoRound etc.).
+func (f *AtomicFilter) Options() uint32 { return f.options }
 
-// SetMaxBytes is RedisBloomFilter.SetMaxBytes.
-func (f *AtomicRedisBloomFilter) SetMaxBytes(n uint64) {
+// SetMaxBytes is Filter.SetMaxBytes.
+func (f *AtomicFilter) SetMaxBytes(n uint64) {
 	if n == 0 {
 		n = sysmem.RAMPlusSwap()
 	}
@@ -244,29 +252,29 @@ func (f *AtomicRedisBloomFilter) SetMaxBytes(n uint64) {
 	f.mu.Unlock()
 }
 
-// ScanDump is RedisBloomFilter.ScanDump. A header taken during concurrent
+// ScanDump is Filter.ScanDump. A header taken during concurrent
 // adds counts, for each filter, the items its counter held when read, and
 // the chain's total is their sum, so it is always one RedisBloom accepts.
-func (f *AtomicRedisBloomFilter) ScanDump(iter int64, dst []byte) (int64, []byte) {
+func (f *AtomicFilter) ScanDump(iter int64, dst []byte) (int64, []byte) {
 	links := *f.links.Load()
 	link, bytesOf := linksOf(links)
 	if iter == 0 {
-		return 1, encodeRBHeader(dst, &f.rbChain, len(links), link)
+		return 1, encodeBFHeader(dst, &f.bfChain, len(links), link)
 	}
 	if iter < 1 {
 		return 0, dst
 	}
-	i, off, ok := findRBLink(len(links), bytesOf, uint64(iter)-1)
+	i, off, ok := findBFLink(len(links), bytesOf, uint64(iter)-1)
 	if !ok {
 		return 0, dst
 	}
 	l := links[i]
-	n := min(RedisBloomMaxChunk, l.bytes-off)
+	n := min(MaxChunk, l.bytes-off)
 	return iter + int64(n), appendWordBytes(dst, l.loadWords(), off, n)
 }
 
-// LoadChunk is RedisBloomFilter.LoadChunk.
-func (f *AtomicRedisBloomFilter) LoadChunk(iter int64, data []byte) error {
+// LoadChunk is Filter.LoadChunk.
+func (f *AtomicFilter) LoadChunk(iter int64, data []byte) error {
 	links := *f.links.Load()
 	_, bytesOf := linksOf(links)
 	i, off, err := chunkTarget(len(links), bytesOf, iter, len(data))
@@ -281,15 +289,15 @@ func (f *AtomicRedisBloomFilter) LoadChunk(iter int64, data []byte) error {
 	return nil
 }
 
-// Equal is RedisBloomFilter.Equal.
-func (f *AtomicRedisBloomFilter) Equal(o *AtomicRedisBloomFilter) bool {
+// Equal is Filter.Equal.
+func (f *AtomicFilter) Equal(o *AtomicFilter) bool {
 	fl, ol := *f.links.Load(), *o.links.Load()
 	if f.options != o.options || f.growth != o.growth || f.hasher != o.hasher || len(fl) != len(ol) {
 		return false
 	}
 	for i := range fl {
-		if fl[i].rbParams != ol[i].rbParams || fl[i].items.Load() != ol[i].items.Load() ||
-			!equalRBWords(fl[i].loadWords(), ol[i].loadWords()) {
+		if fl[i].bfParams != ol[i].bfParams || fl[i].items.Load() != ol[i].items.Load() ||
+			!equalBFWords(fl[i].loadWords(), ol[i].loadWords()) {
 			return false
 		}
 	}
@@ -297,7 +305,7 @@ func (f *AtomicRedisBloomFilter) Equal(o *AtomicRedisBloomFilter) bool {
 }
 
 // String describes the chain briefly.
-func (f *AtomicRedisBloomFilter) String() string {
+func (f *AtomicFilter) String() string {
 	in := f.Info()
 	return fmt.Sprintf("RedisBloom chain: %d filters, %d items, capacity %d, %d bytes", in.Filters, in.Items, in.Capacity, in.Size)
 }

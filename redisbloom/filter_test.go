@@ -1,4 +1,4 @@
-package ohbloom
+package redisbloom
 
 import (
 	"bytes"
@@ -12,6 +12,10 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/ohbloom/ohbloom"
+	"github.com/ohbloom/ohbloom/internal/race"
+	"github.com/zeebo/xxh3"
 )
 
 // smhasherVerification is SMHasher's VerificationTest: hash the keys
@@ -79,12 +83,12 @@ func TestLnCorrectlyRounded(t *testing.T) {
 	}
 }
 
-// TestRedisBloomSizing checks rbInit against the filters of RedisBloom's
+// TestRedisBloomSizing checks bfInit against the filters of RedisBloom's
 // dumps: every filter of every chain, from its capacity and error rate.
 func TestRedisBloomSizing(t *testing.T) {
-	for _, g := range loadRBGolden(t) {
-		for _, state := range []*rbGoldenState{&g.rbGoldenState, &g.AfterMore.rbGoldenState} {
-			h, err := decodeRBHeader(state.Chunks[0].Data, 0)
+	for _, g := range loadBFGolden(t) {
+		for _, state := range []*bfGoldenState{&g.bfGoldenState, &g.AfterMore.bfGoldenState} {
+			h, err := decodeBFHeader(state.Chunks[0].Data, 0)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -94,38 +98,38 @@ func TestRedisBloomSizing(t *testing.T) {
 					// A grown filter's capacity comes from the last one's.
 					capacity = h.params[i-1].entries * uint64(h.growth)
 				}
-				got, err := rbInit(capacity, want.errRate, h.options)
+				got, err := bfInit(capacity, want.errRate, h.options)
 				if err != nil || got != want {
-					t.Errorf("%s filter %d: rbInit(%d, %v) = %+v, %v; RedisBloom %+v", g.Name, i, capacity, want.errRate, got, err, want)
+					t.Errorf("%s filter %d: bfInit(%d, %v) = %+v, %v; RedisBloom %+v", g.Name, i, capacity, want.errRate, got, err, want)
 				}
 			}
 		}
 	}
 	// The power-of-two rounding RedisBloom no longer uses: 1000 items at
 	// 1% need 9585 bits, rounded to 2^14, which hold 1709 items.
-	p, err := rbInit(1000, 0.01, RedisBloomForce64)
+	p, err := bfInit(1000, 0.01, Force64)
 	if err != nil || p.n2 != 14 || p.bits != 1<<14 || p.entries != 1000+uint64((16384-9585.058377367446)/p.bpe) || p.mod != 1<<14 {
 		t.Errorf("rounded sizing: %+v %v", p, err)
 	}
-	if p, err := rbInit(10, 0.01, RedisBloomEntriesAreBits); err != nil || p.n2 != 10 || p.bits != 1024 || p.entries != uint64(1024/p.bpe) {
+	if p, err := bfInit(10, 0.01, EntriesAreBits); err != nil || p.n2 != 10 || p.bits != 1024 || p.entries != uint64(1024/p.bpe) {
 		t.Errorf("entries as bits: %+v %v", p, err)
 	}
 	for _, c := range []struct {
 		entries uint64
 		e       float64
 		options uint32
-	}{{0, 0.01, RedisBloomNoRound}, {10, 0, RedisBloomNoRound}, {10, 1, RedisBloomNoRound}, {10, math.NaN(), RedisBloomNoRound},
-		{64, 0.01, RedisBloomEntriesAreBits}, {1 << 62, 0.01, 0}, {1 << 62, 0.001, RedisBloomNoRound}} {
-		if _, err := rbInit(c.entries, c.e, c.options); !errors.Is(err, errRBSize) {
-			t.Errorf("rbInit(%d, %v, %d) = %v, want a sizing error", c.entries, c.e, c.options, err)
+	}{{0, 0.01, NoRound}, {10, 0, NoRound}, {10, 1, NoRound}, {10, math.NaN(), NoRound},
+		{64, 0.01, EntriesAreBits}, {1 << 62, 0.01, 0}, {1 << 62, 0.001, NoRound}} {
+		if _, err := bfInit(c.entries, c.e, c.options); !errors.Is(err, errBFSize) {
+			t.Errorf("bfInit(%d, %v, %d) = %v, want a sizing error", c.entries, c.e, c.options, err)
 		}
 	}
 }
 
-// rbChainFromDump loads a golden state into a plain chain.
-func rbChainFromDump(t testing.TB, s *rbGoldenState) *RedisBloomFilter {
+// bfChainFromDump loads a golden state into a plain chain.
+func bfChainFromDump(t testing.TB, s *bfGoldenState) *Filter {
 	t.Helper()
-	f, err := NewRedisBloomFromHeader(s.Chunks[0].Data, 0)
+	f, err := NewFromHeader(s.Chunks[0].Data, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -138,8 +142,8 @@ func rbChainFromDump(t testing.TB, s *rbGoldenState) *RedisBloomFilter {
 }
 
 // goldenByName returns the golden file of that name.
-func goldenByName(t testing.TB, name string) *rbGolden {
-	for _, g := range loadRBGolden(t) {
+func goldenByName(t testing.TB, name string) *bfGolden {
+	for _, g := range loadBFGolden(t) {
 		if g.Name == name {
 			return g
 		}
@@ -153,11 +157,11 @@ func goldenByName(t testing.TB, name string) *rbGolden {
 func TestRedisBloomHeaderChecks(t *testing.T) {
 	g := goldenByName(t, "cap1000-e0.01-grown")
 	good := g.Chunks[0].Data
-	if _, err := NewRedisBloomFromHeader(good, 0); err != nil {
+	if _, err := NewFromHeader(good, 0); err != nil {
 		t.Fatal(err)
 	}
 	le := binary.LittleEndian
-	link := func(i, field int) int { return rbChainHeaderSize + rbLinkHeaderSize*i + field }
+	link := func(i, field int) int { return bfChainHeaderSize + bfLinkHeaderSize*i + field }
 	for _, c := range []struct {
 		name   string
 		change func(b []byte) []byte
@@ -188,23 +192,23 @@ func TestRedisBloomHeaderChecks(t *testing.T) {
 		{"hash config version 0 with a seed", func(b []byte) []byte { return le.AppendUint64(le.AppendUint64(b, 0), 7) }},
 	} {
 		b := c.change(bytes.Clone(good))
-		for _, v := range rbVariants {
-			if _, err := v.fromHeader(b); !errors.Is(err, ErrRedisBloomBadData) {
-				t.Errorf("%s, %s: %v, want ErrRedisBloomBadData", c.name, v.name, err)
+		for _, v := range bfVariants {
+			if _, err := v.fromHeader(b); !errors.Is(err, ErrBadData) {
+				t.Errorf("%s, %s: %v, want ErrBadData", c.name, v.name, err)
 			}
 		}
 	}
 	// A header whose filters take more than the limit is refused before
 	// anything is allocated.
-	if _, err := NewRedisBloomFromHeader(good, 11687-32-3*64); !errors.Is(err, ErrTooLarge) {
+	if _, err := NewFromHeader(good, 11687-32-3*64); !errors.Is(err, ohbloom.ErrTooLarge) {
 		t.Errorf("over the byte limit: %v", err)
 	}
-	if _, err := NewRedisBloomFromHeader(good, 11688-32-3*64); err != nil {
+	if _, err := NewFromHeader(good, 11688-32-3*64); err != nil {
 		t.Errorf("at the byte limit: %v", err)
 	}
 	// Version 0 with seed 0 is the legacy mapping, written out without the
 	// configuration, as RedisBloom does.
-	f, err := NewRedisBloomFromHeader(le.AppendUint64(le.AppendUint64(bytes.Clone(good), 0), 0), 0)
+	f, err := NewFromHeader(le.AppendUint64(le.AppendUint64(bytes.Clone(good), 0), 0), 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -216,11 +220,11 @@ func TestRedisBloomHeaderChecks(t *testing.T) {
 // TestRedisBloomHashConfig: a header with bf-hash-seed's configuration
 // loads, hashes with seeded XXH3, and dumps back with it.
 func TestRedisBloomHashConfig(t *testing.T) {
-	plain, _ := NewRedisBloom(RedisBloomConfig{Capacity: 100, ErrorRate: 0.01, Expansion: 2})
+	plain, _ := New(Config{Capacity: 100, ErrorRate: 0.01, Expansion: 2})
 	_, header := plain.ScanDump(0, nil)
 	le := binary.LittleEndian
 	seeded := le.AppendUint64(le.AppendUint64(header, 1), 0x1234)
-	f, err := NewRedisBloomFromHeader(seeded, 0)
+	f, err := NewFromHeader(seeded, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -242,20 +246,20 @@ func TestRedisBloomHashConfig(t *testing.T) {
 	if bytes.Equal(a, b) {
 		t.Error("the seeded chain set the same bits as MurmurHash64A")
 	}
-	if a, b := f.hasher.hash([]byte("x")); a != rbXXH3(t, "x", 0x1234) || b != rbXXH3(t, "x", 0x1234+rbXXH3DomainMul) {
+	if a, b := f.hasher.hash([]byte("x")); a != bfXXH3(t, "x", 0x1234) || b != bfXXH3(t, "x", 0x1234+bfXXH3DomainMul) {
 		t.Error("seeded hashes")
 	}
 }
 
-func rbXXH3(t *testing.T, s string, seed uint64) uint64 {
-	return hashString(s, seed)
+func bfXXH3(t *testing.T, s string, seed uint64) uint64 {
+	return xxh3.HashStringSeed(s, seed)
 }
 
 // TestRedisBloomLoadChunkErrors checks every refusal of BF.LOADCHUNK, and
 // that a refused chunk changes nothing.
 func TestRedisBloomLoadChunkErrors(t *testing.T) {
 	g := goldenByName(t, "cap1000-e0.01-grown") // filters of 1384, 3120 and 6960 bytes
-	for _, v := range rbVariants {
+	for _, v := range bfVariants {
 		f, err := v.fromHeader(g.Chunks[0].Data)
 		if err != nil {
 			t.Fatal(err)
@@ -266,12 +270,12 @@ func TestRedisBloomLoadChunkErrors(t *testing.T) {
 			n    int
 			want error
 		}{
-			{0, 0, ErrRedisBloomBadData},
-			{-5, 0, ErrRedisBloomBadData},
-			{10, 11, ErrRedisBloomBadData},
-			{10, 10, ErrRedisBloomNoLink},   // would start at position −1
-			{11466, 1, ErrRedisBloomNoLink}, // past the last byte
-			{1386, 2, ErrRedisBloomChunkTooBig},
+			{0, 0, ErrBadData},
+			{-5, 0, ErrBadData},
+			{10, 11, ErrBadData},
+			{10, 10, ErrNoLink},   // would start at position −1
+			{11466, 1, ErrNoLink}, // past the last byte
+			{1386, 2, ErrChunkTooBig},
 			{1, 0, nil}, // an empty chunk at iterator 1
 			{1385, 1384, nil},
 			{1386, 1, nil}, // first byte of the second filter
@@ -299,8 +303,8 @@ func TestRedisBloomUnalignedChunks(t *testing.T) {
 	for _, c := range g.Chunks[1:] {
 		bits = append(bits, c.Data...)
 	}
-	h, _ := decodeRBHeader(g.Chunks[0].Data, 0)
-	for _, v := range rbVariants {
+	h, _ := decodeBFHeader(g.Chunks[0].Data, 0)
+	for _, v := range bfVariants {
 		f, _ := v.fromHeader(g.Chunks[0].Data)
 		r := rand.New(rand.NewPCG(3, 4))
 		pos := 0
@@ -314,17 +318,17 @@ func TestRedisBloomUnalignedChunks(t *testing.T) {
 				pos += n
 			}
 		}
-		checkRBState(t, f, &g.rbGoldenState, g.items(t), rbRange(t, g.AbsentProbes))
+		checkBFState(t, f, &g.bfGoldenState, g.items(t), bfRange(t, g.AbsentProbes))
 	}
 }
 
-// TestRedisBloomScanDumpLarge: a filter over RedisBloomMaxChunk is dumped
+// TestRedisBloomScanDumpLarge: a filter over MaxChunk is dumped
 // in 16 MiB chunks that never cross into the next filter, and loads back.
 func TestRedisBloomScanDumpLarge(t *testing.T) {
 	if testing.Short() {
 		t.Skip("allocates two 18 MB filters")
 	}
-	f, err := NewRedisBloom(RedisBloomConfig{Capacity: 15_000_000, ErrorRate: 0.01, Expansion: 2})
+	f, err := New(Config{Capacity: 15_000_000, ErrorRate: 0.01, Expansion: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -332,11 +336,11 @@ func TestRedisBloomScanDumpLarge(t *testing.T) {
 		f.AddString(fmt.Sprint(i))
 	}
 	size := f.Link(0).Bytes
-	if size <= RedisBloomMaxChunk {
+	if size <= MaxChunk {
 		t.Fatalf("filter of %d bytes", size)
 	}
 	iter, header := f.ScanDump(0, nil)
-	g, err := NewAtomicRedisBloomFromHeader(header, 0)
+	g, err := NewAtomicFromHeader(header, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -352,7 +356,7 @@ func TestRedisBloomScanDumpLarge(t *testing.T) {
 		}
 		iter = next
 	}
-	if len(lens) != 2 || lens[0] != RedisBloomMaxChunk || uint64(lens[1]) != size-RedisBloomMaxChunk {
+	if len(lens) != 2 || lens[0] != MaxChunk || uint64(lens[1]) != size-MaxChunk {
 		t.Fatalf("chunks of %v bytes for a filter of %d", lens, size)
 	}
 	a, _ := f.MarshalBinary()
@@ -366,17 +370,17 @@ func TestRedisBloomScanDumpLarge(t *testing.T) {
 // answers 0 for a present one; expansion 0 is NONSCALING; a byte limit
 // stops growth without changing the chain.
 func TestRedisBloomGrowthRules(t *testing.T) {
-	if _, err := NewRedisBloom(RedisBloomConfig{Capacity: 10, ErrorRate: 0.01}); !errors.Is(err, ErrInvalidConfig) {
+	if _, err := New(Config{Capacity: 10, ErrorRate: 0.01}); !errors.Is(err, ohbloom.ErrInvalidConfig) {
 		t.Errorf("expansion 0 without NonScaling: %v", err)
 	}
-	for _, c := range []RedisBloomConfig{{Capacity: 0, ErrorRate: 0.01, Expansion: 2}, {Capacity: 1, ErrorRate: 1, Expansion: 2},
+	for _, c := range []Config{{Capacity: 0, ErrorRate: 0.01, Expansion: 2}, {Capacity: 1, ErrorRate: 1, Expansion: 2},
 		{Capacity: 1, ErrorRate: math.NaN(), Expansion: 2}, {Capacity: 1, ErrorRate: -0.1, Expansion: 2}} {
-		if _, err := NewRedisBloom(c); !errors.Is(err, ErrInvalidConfig) {
+		if _, err := New(c); !errors.Is(err, ohbloom.ErrInvalidConfig) {
 			t.Errorf("%+v: %v", c, err)
 		}
 	}
-	for _, v := range rbVariants {
-		f, err := v.fromConfig(RedisBloomConfig{Capacity: 3, ErrorRate: 0.01, NonScaling: true})
+	for _, v := range bfVariants {
+		f, err := v.fromConfig(Config{Capacity: 3, ErrorRate: 0.01, NonScaling: true})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -388,7 +392,7 @@ func TestRedisBloomGrowthRules(t *testing.T) {
 		if added, err := f.Add([]byte("a")); added || err != nil {
 			t.Errorf("%s: a present item in a full filter: %v %v", v.name, added, err)
 		}
-		if _, err := f.Add([]byte("d")); !errors.Is(err, ErrRedisBloomFull) {
+		if _, err := f.Add([]byte("d")); !errors.Is(err, ErrFull) {
 			t.Errorf("%s: a new item in a full filter: %v", v.name, err)
 		}
 		if in := f.Info(); in.Items != 3 || in.Filters != 1 || !in.NonScaling || in.Expansion != 0 || in.Size != 32+64+8 {
@@ -397,17 +401,17 @@ func TestRedisBloomGrowthRules(t *testing.T) {
 
 		// 100 items at 1% take 144 bytes, the next 200 at 0.5% 312: a
 		// limit of 400 bytes stops the second filter.
-		f, _ = v.fromConfig(RedisBloomConfig{Capacity: 100, ErrorRate: 0.01, Expansion: 2, MaxBytes: 400})
+		f, _ = v.fromConfig(Config{Capacity: 100, ErrorRate: 0.01, Expansion: 2, MaxBytes: 400})
 		i := 0
 		var growErr error
 		for ; i < 1000 && growErr == nil; i++ {
 			_, growErr = f.Add([]byte(fmt.Sprint(i)))
 		}
-		if !errors.Is(growErr, ErrRedisBloomCannotGrow) || !errors.Is(growErr, ErrTooLarge) {
+		if !errors.Is(growErr, ErrCannotGrow) || !errors.Is(growErr, ohbloom.ErrTooLarge) {
 			t.Fatalf("%s: past the limit: %v", v.name, growErr)
 		}
 		_, before := f.ScanDump(0, nil)
-		if _, err := f.Add([]byte("one more")); !errors.Is(err, ErrRedisBloomCannotGrow) {
+		if _, err := f.Add([]byte("one more")); !errors.Is(err, ErrCannotGrow) {
 			t.Errorf("%s: %v", v.name, err)
 		}
 		if _, after := f.ScanDump(0, nil); !bytes.Equal(before, after) || f.Info().Items != 100 {
@@ -416,15 +420,15 @@ func TestRedisBloomGrowthRules(t *testing.T) {
 	}
 	// Growth with expansion 0 in a loaded scaling chain fails as
 	// RedisBloom's does (−1).
-	f, _ := NewRedisBloom(RedisBloomConfig{Capacity: 1, ErrorRate: 0.01, Expansion: 2})
+	f, _ := New(Config{Capacity: 1, ErrorRate: 0.01, Expansion: 2})
 	_, header := f.ScanDump(0, nil)
 	binary.LittleEndian.PutUint32(header[16:], 0)
-	g, err := NewRedisBloomFromHeader(header, 0)
+	g, err := NewFromHeader(header, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	g.AddString("x")
-	if _, err := g.AddString("y"); !errors.Is(err, ErrRedisBloomCannotGrow) {
+	if _, err := g.AddString("y"); !errors.Is(err, ErrCannotGrow) {
 		t.Errorf("growth 0: %v", err)
 	}
 }
@@ -432,29 +436,29 @@ func TestRedisBloomGrowthRules(t *testing.T) {
 // TestRedisBloomMarshal: both encodings round-trip every golden chain,
 // the two variants read each other's bytes, and damage is detected.
 func TestRedisBloomMarshal(t *testing.T) {
-	for _, g := range loadRBGolden(t) {
-		f := rbChainFromDump(t, &g.AfterMore.rbGoldenState)
+	for _, g := range loadBFGolden(t) {
+		f := bfChainFromDump(t, &g.AfterMore.bfGoldenState)
 		data, _ := f.MarshalBinary()
 		var buf bytes.Buffer
 		if n, err := f.WriteTo(&buf); err != nil || n != int64(len(data)) || !bytes.Equal(buf.Bytes(), data) {
 			t.Fatalf("%s: WriteTo differs from MarshalBinary: %v", g.Name, err)
 		}
-		var u RedisBloomFilter
+		var u Filter
 		if err := u.UnmarshalBinary(data); err != nil || !u.Equal(f) {
 			t.Fatalf("%s: UnmarshalBinary: %v", g.Name, err)
 		}
-		var a AtomicRedisBloomFilter
+		var a AtomicFilter
 		if n, err := a.ReadFrom(bytes.NewReader(append(bytes.Clone(data), 1, 2, 3))); err != nil || n != int64(len(data)) {
 			t.Fatalf("%s: ReadFrom: %v, %d of %d bytes", g.Name, err, n, len(data))
 		}
-		checkRBState(t, &a, &g.AfterMore.rbGoldenState, g.items(t), rbRange(t, g.AbsentProbes))
+		checkBFState(t, &a, &g.AfterMore.bfGoldenState, g.items(t), bfRange(t, g.AbsentProbes))
 		again, _ := a.MarshalBinary()
 		if !bytes.Equal(again, data) {
 			t.Fatalf("%s: the atomic chain encodes differently", g.Name)
 		}
 		for _, cut := range []int{0, 5, 8, 12, 40, len(data) - 9, len(data) - 1} {
-			var r RedisBloomFilter
-			if _, err := r.ReadFrom(bytes.NewReader(data[:cut])); !errors.Is(err, ErrTruncated) {
+			var r Filter
+			if _, err := r.ReadFrom(bytes.NewReader(data[:cut])); !errors.Is(err, ohbloom.ErrTruncated) {
 				t.Errorf("%s: ReadFrom of %d bytes: %v", g.Name, cut, err)
 			}
 			if err := r.UnmarshalBinary(data[:cut]); err == nil {
@@ -464,8 +468,8 @@ func TestRedisBloomMarshal(t *testing.T) {
 		for _, at := range []int{9, 20, 40, len(data) / 2, len(data) - 3} {
 			bad := bytes.Clone(data)
 			bad[at] ^= 0x10
-			var r RedisBloomFilter
-			if err := r.UnmarshalBinary(bad); !errors.Is(err, ErrChecksum) {
+			var r Filter
+			if err := r.UnmarshalBinary(bad); !errors.Is(err, ohbloom.ErrChecksum) {
 				t.Errorf("%s: flip at %d: %v", g.Name, at, err)
 			}
 			if _, err := r.ReadFrom(bytes.NewReader(bad)); err == nil {
@@ -473,11 +477,11 @@ func TestRedisBloomMarshal(t *testing.T) {
 			}
 		}
 	}
-	var r RedisBloomFilter
-	if err := r.UnmarshalBinary([]byte("OHBLOOM\x00 and more bytes")); !errors.Is(err, ErrNotFilter) {
+	var r Filter
+	if err := r.UnmarshalBinary([]byte("OHBLOOM\x00 and more bytes")); !errors.Is(err, ohbloom.ErrNotFilter) {
 		t.Errorf("foreign bytes: %v", err)
 	}
-	if err := r.UnmarshalBinary([]byte("OHRBCHN\x02 and more bytes")); !errors.Is(err, ErrVersion) {
+	if err := r.UnmarshalBinary([]byte("OHRBCHN\x02 and more bytes")); !errors.Is(err, ohbloom.ErrVersion) {
 		t.Errorf("version 2: %v", err)
 	}
 }
@@ -485,22 +489,22 @@ func TestRedisBloomMarshal(t *testing.T) {
 // TestRedisBloomReadFromAllocation: a stream whose header claims a 1 GiB
 // filter and then ends allocates a bounded multiple of what it sent.
 func TestRedisBloomReadFromAllocation(t *testing.T) {
-	const options = RedisBloomForce64 | RedisBloomNoRound | RedisBloomNoScaling
-	p, err := rbInit(800_000_000, 0.01, options)
+	const options = Force64 | NoRound | NoScaling
+	p, err := bfInit(800_000_000, 0.01, options)
 	if err != nil {
 		t.Fatal(err)
 	}
-	header := encodeRBHeader(nil, &rbChain{options: options, growth: 2}, 1, func(int) (*rbParams, uint64) { return &p, 0 })
-	stream := append([]byte(rbMagic), 0, 0, 0, 0)
+	header := encodeBFHeader(nil, &bfChain{options: options, growth: 2}, 1, func(int) (*bfParams, uint64) { return &p, 0 })
+	stream := append([]byte(bfMagic), 0, 0, 0, 0)
 	binary.LittleEndian.PutUint32(stream[8:], uint32(len(header)))
 	stream = append(stream, header...)
 	stream = append(stream, make([]byte, 3<<20)...) // 3 MiB of the ~958 MB
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
-	var r RedisBloomFilter
+	var r Filter
 	_, err = r.ReadFrom(bytes.NewReader(stream))
 	runtime.ReadMemStats(&after)
-	if !errors.Is(err, ErrTruncated) {
+	if !errors.Is(err, ohbloom.ErrTruncated) {
 		t.Fatalf("ReadFrom: %v", err)
 	}
 	// 1 MiB first, then 16 times the 1 MiB received: 17 MiB, and the I/O
@@ -515,7 +519,7 @@ func TestRedisBloomReadFromAllocation(t *testing.T) {
 // the dump is one RedisBloom accepts, and it reloads with the same answers.
 func TestRedisBloomAtomicConcurrent(t *testing.T) {
 	const workers, perWorker = 4, 3000
-	f, err := NewAtomicRedisBloom(RedisBloomConfig{Capacity: 500, ErrorRate: 0.01, Expansion: 2})
+	f, err := NewAtomic(Config{Capacity: 500, ErrorRate: 0.01, Expansion: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -566,7 +570,7 @@ func TestRedisBloomAtomicConcurrent(t *testing.T) {
 	}
 	var dump [][]byte
 	iter, h := f.ScanDump(0, nil)
-	g, err := NewRedisBloomFromHeader(h, 0)
+	g, err := NewFromHeader(h, 0)
 	if err != nil {
 		t.Fatalf("the header after concurrent adds: %v", err)
 	}
@@ -593,9 +597,9 @@ func TestRedisBloomAtomicConcurrent(t *testing.T) {
 // TestRedisBloomAtomicMatchesPlain: sequential adds to both variants give
 // the same replies, errors and bytes, through growth.
 func TestRedisBloomAtomicMatchesPlain(t *testing.T) {
-	c := RedisBloomConfig{Capacity: 50, ErrorRate: 0.02, Expansion: 3}
-	p, _ := NewRedisBloom(c)
-	a, _ := NewAtomicRedisBloom(c)
+	c := Config{Capacity: 50, ErrorRate: 0.02, Expansion: 3}
+	p, _ := New(c)
+	a, _ := NewAtomic(c)
 	for i := range 5000 {
 		k := fmt.Sprint("item-", i%4000)
 		ap, ep := p.AddString(k)
@@ -616,11 +620,11 @@ func TestRedisBloomAtomicMatchesPlain(t *testing.T) {
 
 // TestRedisBloomZeroAllocs: adds and tests allocate nothing.
 func TestRedisBloomZeroAllocs(t *testing.T) {
-	if raceEnabled {
+	if race.Enabled {
 		t.Skip("the race detector allocates")
 	}
-	p, _ := NewRedisBloom(RedisBloomConfig{Capacity: 100_000, ErrorRate: 0.01, Expansion: 2})
-	a, _ := NewAtomicRedisBloom(RedisBloomConfig{Capacity: 100_000, ErrorRate: 0.01, Expansion: 2})
+	p, _ := New(Config{Capacity: 100_000, ErrorRate: 0.01, Expansion: 2})
+	a, _ := NewAtomic(Config{Capacity: 100_000, ErrorRate: 0.01, Expansion: 2})
 	key := []byte("some key of a few bytes")
 	i := 0
 	for name, fn := range map[string]func(){
@@ -641,7 +645,7 @@ func TestRedisBloomZeroAllocs(t *testing.T) {
 	}
 }
 
-var _ io.ReaderFrom = (*RedisBloomFilter)(nil)
+var _ io.ReaderFrom = (*Filter)(nil)
 
 // TestRedisBloomAddHashReplays: the pairs of the adds that were new,
 // replayed with AddHash into a fresh chain in the same order, give the
@@ -649,9 +653,9 @@ var _ io.ReaderFrom = (*RedisBloomFilter)(nil)
 // all again over that chain changes nothing (a replay over a snapshot that
 // already holds some of them is exact).
 func TestRedisBloomAddHashReplays(t *testing.T) {
-	c := RedisBloomConfig{Capacity: 40, ErrorRate: 0.03, Expansion: 3}
-	live, _ := NewAtomicRedisBloom(c)
-	plain, _ := NewRedisBloom(c)
+	c := Config{Capacity: 40, ErrorRate: 0.03, Expansion: 3}
+	live, _ := NewAtomic(c)
+	plain, _ := New(c)
 	var log [][2]uint64
 	for i := range 3000 {
 		item := []byte(fmt.Sprint("item-", i%2500))
@@ -673,7 +677,7 @@ func TestRedisBloomAddHashReplays(t *testing.T) {
 	if live.Info().Filters < 4 {
 		t.Fatalf("the chain did not grow: %+v", live.Info())
 	}
-	replayed, _ := NewAtomicRedisBloom(c)
+	replayed, _ := NewAtomic(c)
 	for _, h := range log {
 		if isNew, err := replayed.AddHash(h[0], h[1]); !isNew || err != nil {
 			t.Fatalf("a logged add replayed as %v, %v", isNew, err)

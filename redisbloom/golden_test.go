@@ -1,4 +1,4 @@
-package ohbloom
+package redisbloom
 
 import (
 	"bytes"
@@ -14,24 +14,24 @@ import (
 	"testing"
 )
 
-// rbGolden is one file of testdata/redisbloom: a filter the real RedisBloom
+// bfGolden is one file of testdata: a filter the real RedisBloom
 // module made, dumped, probed, grown and dumped again (see its README).
-type rbGolden struct {
+type bfGolden struct {
 	Name           string   `json:"name"`
 	Reserve        []string `json:"reserve"`
 	Items          string   `json:"items"`
 	NTextItems     int      `json:"n_text_items"`
 	BinaryItemsHex []string `json:"binary_items_hex"`
 	AbsentProbes   string   `json:"absent_probes"`
-	rbGoldenState
+	bfGoldenState
 	AfterMore struct {
 		MoreItems string `json:"more_items"`
-		rbGoldenState
+		bfGoldenState
 	} `json:"after_more"`
 }
 
-type rbGoldenState struct {
-	Info      rbGoldenInfo `json:"info"`
+type bfGoldenState struct {
+	Info      bfGoldenInfo `json:"info"`
 	Positives []int        `json:"absent_probes_positive"`
 	Chunks    []struct {
 		Iterator int64  `json:"iterator"`
@@ -39,7 +39,7 @@ type rbGoldenState struct {
 	} `json:"chunks"`
 }
 
-type rbGoldenInfo struct {
+type bfGoldenInfo struct {
 	Capacity  uint64  `json:"Capacity"`
 	Size      uint64  `json:"Size"`
 	Filters   uint64  `json:"Number of filters"`
@@ -48,23 +48,23 @@ type rbGoldenInfo struct {
 }
 
 // sharedRedisBloomDir is where every developer's and CI's machine keeps the
-// dumps beside the project; testdata/redisbloom holds a copy, so that the
+// dumps beside the project; testdata holds a copy, so that the
 // test has data anywhere.
-const sharedRedisBloomDir = "../shared/testdata/redisbloom"
+const sharedRedisBloomDir = "../../shared/testdata/redisbloom"
 
-// loadRBGolden reads every dump of both directories, once per name, the
+// loadBFGolden reads every dump of both directories, once per name, the
 // shared one first: its files may be newer than the copy. With no dump at
 // all it fails: the test never passes by having nothing to check.
-func loadRBGolden(t testing.TB) []*rbGolden {
+func loadBFGolden(t testing.TB) []*bfGolden {
 	t.Helper()
 	byName := map[string]string{}
-	for _, dir := range []string{sharedRedisBloomDir, filepath.Join("testdata", "redisbloom")} {
+	for _, dir := range []string{sharedRedisBloomDir, "testdata"} {
 		paths, _ := filepath.Glob(filepath.Join(dir, "*.json"))
 		if len(paths) == 0 && dir == sharedRedisBloomDir {
 			// Not fatal even in CI: the committed copy is the same data,
 			// and a fresh clone may sit anywhere. But said, so that a run
 			// on the copy alone is never mistaken for one on both.
-			t.Logf("no %s beside this clone: testing the copy in testdata/redisbloom only", dir)
+			t.Logf("no %s beside this clone: testing the copy in testdata only", dir)
 		}
 		for _, p := range paths {
 			if _, seen := byName[filepath.Base(p)]; !seen {
@@ -75,7 +75,7 @@ func loadRBGolden(t testing.TB) []*rbGolden {
 	if len(byName) == 0 {
 		t.Fatal("no RedisBloom dumps at all")
 	}
-	var out []*rbGolden
+	var out []*bfGolden
 	for _, name := range slices.Sorted(func(yield func(string) bool) {
 		for n := range byName {
 			if !yield(n) {
@@ -87,7 +87,7 @@ func loadRBGolden(t testing.TB) []*rbGolden {
 		if err != nil {
 			t.Fatal(err)
 		}
-		g := new(rbGolden)
+		g := new(bfGolden)
 		if err := json.Unmarshal(data, g); err != nil {
 			t.Fatalf("%s: %v", byName[name], err)
 		}
@@ -96,12 +96,12 @@ func loadRBGolden(t testing.TB) []*rbGolden {
 	return out
 }
 
-var rbRangeRE = regexp.MustCompile(`^'([^']*)' \+ decimal i for i < (\d+)`)
+var bfRangeRE = regexp.MustCompile(`^'([^']*)' \+ decimal i for i < (\d+)`)
 
-// rbRange expands a description "'prefix' + decimal i for i < n".
-func rbRange(t testing.TB, desc string) [][]byte {
+// bfRange expands a description "'prefix' + decimal i for i < n".
+func bfRange(t testing.TB, desc string) [][]byte {
 	t.Helper()
-	m := rbRangeRE.FindStringSubmatch(desc)
+	m := bfRangeRE.FindStringSubmatch(desc)
 	if m == nil {
 		t.Fatalf("cannot read the items from %q", desc)
 	}
@@ -113,8 +113,8 @@ func rbRange(t testing.TB, desc string) [][]byte {
 	return items
 }
 
-func (g *rbGolden) items(t testing.TB) [][]byte {
-	items := rbRange(t, g.Items)
+func (g *bfGolden) items(t testing.TB) [][]byte {
+	items := bfRange(t, g.Items)
 	if len(items) != g.NTextItems {
 		t.Fatalf("%s: %d text items described, n_text_items %d", g.Name, len(items), g.NTextItems)
 	}
@@ -129,8 +129,8 @@ func (g *rbGolden) items(t testing.TB) [][]byte {
 }
 
 // config is the reservation the file was made with, or BF.ADD's defaults.
-func (g *rbGolden) config(t testing.TB) RedisBloomConfig {
-	c := RedisBloomConfig{Capacity: RedisBloomDefaultCapacity, ErrorRate: RedisBloomDefaultErrorRate, Expansion: RedisBloomDefaultExpansion}
+func (g *bfGolden) config(t testing.TB) Config {
+	c := Config{Capacity: DefaultCapacity, ErrorRate: DefaultErrorRate, Expansion: DefaultExpansion}
 	if g.Reserve == nil {
 		return c
 	}
@@ -159,35 +159,35 @@ func (g *rbGolden) config(t testing.TB) RedisBloomConfig {
 	return c
 }
 
-// rbChainUnderTest is what both variants share.
-type rbChainUnderTest interface {
+// bfChainUnderTest is what both variants share.
+type bfChainUnderTest interface {
 	Add([]byte) (bool, error)
 	Test([]byte) bool
-	Info() RedisBloomInfo
+	Info() Info
 	ScanDump(int64, []byte) (int64, []byte)
 	LoadChunk(int64, []byte) error
 }
 
-var rbVariants = []struct {
+var bfVariants = []struct {
 	name       string
-	fromHeader func([]byte) (rbChainUnderTest, error)
-	fromConfig func(RedisBloomConfig) (rbChainUnderTest, error)
+	fromHeader func([]byte) (bfChainUnderTest, error)
+	fromConfig func(Config) (bfChainUnderTest, error)
 }{
 	{"plain",
-		func(h []byte) (rbChainUnderTest, error) { return NewRedisBloomFromHeader(h, 0) },
-		func(c RedisBloomConfig) (rbChainUnderTest, error) { return NewRedisBloom(c) }},
+		func(h []byte) (bfChainUnderTest, error) { return NewFromHeader(h, 0) },
+		func(c Config) (bfChainUnderTest, error) { return New(c) }},
 	{"atomic",
-		func(h []byte) (rbChainUnderTest, error) { return NewAtomicRedisBloomFromHeader(h, 0) },
-		func(c RedisBloomConfig) (rbChainUnderTest, error) { return NewAtomicRedisBloom(c) }},
+		func(h []byte) (bfChainUnderTest, error) { return NewAtomicFromHeader(h, 0) },
+		func(c Config) (bfChainUnderTest, error) { return NewAtomic(c) }},
 }
 
-// checkRBState checks a chain against a recorded state: its BF.INFO, its
+// checkBFState checks a chain against a recorded state: its BF.INFO, its
 // dump chunk by chunk, and its answers: 1 for every added item and, for
 // the 20,000 absent probes, 1 for exactly the ones RedisBloom said 1 to.
-func checkRBState(t *testing.T, f rbChainUnderTest, want *rbGoldenState, added, probes [][]byte) {
+func checkBFState(t *testing.T, f bfChainUnderTest, want *bfGoldenState, added, probes [][]byte) {
 	t.Helper()
 	in := f.Info()
-	got := rbGoldenInfo{Capacity: in.Capacity, Size: in.Size, Filters: in.Filters, Items: in.Items}
+	got := bfGoldenInfo{Capacity: in.Capacity, Size: in.Size, Filters: in.Filters, Items: in.Items}
 	if !in.NonScaling {
 		got.Expansion = &in.Expansion
 	}
@@ -251,11 +251,11 @@ func firstDiff(a, b []int) []int {
 // from the same reservation and items must reach the same state too, which
 // checks the sizing of the first filter.
 func TestRedisBloomGolden(t *testing.T) {
-	for _, g := range loadRBGolden(t) {
-		for _, v := range rbVariants {
+	for _, g := range loadBFGolden(t) {
+		for _, v := range bfVariants {
 			t.Run(g.Name+"/"+v.name, func(t *testing.T) {
-				items, probes := g.items(t), rbRange(t, g.AbsentProbes)
-				more := rbRange(t, g.AfterMore.MoreItems)
+				items, probes := g.items(t), bfRange(t, g.AbsentProbes)
+				more := bfRange(t, g.AfterMore.MoreItems)
 				f, err := v.fromHeader(g.Chunks[0].Data)
 				if err != nil {
 					t.Fatalf("header: %v", err)
@@ -268,22 +268,22 @@ func TestRedisBloomGolden(t *testing.T) {
 						t.Fatalf("LOADCHUNK %d: %v", c.Iterator, err)
 					}
 				}
-				checkRBState(t, f, &g.rbGoldenState, items, probes)
+				checkBFState(t, f, &g.bfGoldenState, items, probes)
 
 				fresh, err := v.fromConfig(g.config(t))
 				if err != nil {
 					t.Fatal(err)
 				}
 				for _, item := range items {
-					if _, err := fresh.Add(item); err != nil && !errors.Is(err, ErrRedisBloomFull) {
+					if _, err := fresh.Add(item); err != nil && !errors.Is(err, ErrFull) {
 						t.Fatal(err)
 					}
 				}
-				checkRBState(t, fresh, &g.rbGoldenState, items, probes)
+				checkBFState(t, fresh, &g.bfGoldenState, items, probes)
 
 				full := 0
 				for _, item := range more {
-					if _, err := f.Add(item); errors.Is(err, ErrRedisBloomFull) {
+					if _, err := f.Add(item); errors.Is(err, ErrFull) {
 						full++
 					} else if err != nil {
 						t.Fatal(err)
@@ -296,7 +296,7 @@ func TestRedisBloomGolden(t *testing.T) {
 				if full == 0 {
 					added = append(slices.Clone(items), more...)
 				}
-				checkRBState(t, f, &g.AfterMore.rbGoldenState, added, probes)
+				checkBFState(t, f, &g.AfterMore.bfGoldenState, added, probes)
 			})
 		}
 	}

@@ -1,4 +1,4 @@
-package ohbloom
+package redisbloom
 
 import (
 	"encoding/binary"
@@ -10,19 +10,19 @@ import (
 // and every filter of the chain probes bits (a + i·b) mod its size. Which
 // hash gives (a, b) depends on the chain:
 //
-//   - RedisBloomForce64 set (every chain RedisBloom has made since 1.1):
+//   - Force64 set (every chain RedisBloom has made since 1.1):
 //     a = MurmurHash64A(item, seed 0xc6a4a7935bd1e995), b =
 //     MurmurHash64A(item, seed a).
-//   - RedisBloomForce64 clear (older chains): a = MurmurHash2(item, seed
+//   - Force64 clear (older chains): a = MurmurHash2(item, seed
 //     0x9747b28c), b = MurmurHash2(item, seed a), both 32-bit.
 //   - A chain whose dump header carries a hash configuration of version 1
 //     (RedisBloom's bf-hash-seed): a = XXH3_64(item, seed s), b =
 //     XXH3_64(item, seed s + 0x9e3779b97f4a7c15).
 
 const (
-	rbMurmur64Seed  = 0xc6a4a7935bd1e995
-	rbMurmur32Seed  = 0x9747b28c
-	rbXXH3DomainMul = 0x9e3779b97f4a7c15
+	bfMurmur64Seed  = 0xc6a4a7935bd1e995
+	bfMurmur32Seed  = 0x9747b28c
+	bfXXH3DomainMul = 0x9e3779b97f4a7c15
 )
 
 // murmur64A is Austin Appleby's MurmurHash64A: 8-byte little-endian blocks,
@@ -86,30 +86,30 @@ func murmur2(data []byte, seed uint32) uint32 {
 	return h
 }
 
-// rbHashKind says which of the three hashes above a chain uses.
-type rbHashKind uint8
+// bfHashKind says which of the three hashes above a chain uses.
+type bfHashKind uint8
 
 const (
-	rbHashMurmur32 rbHashKind = iota
-	rbHashMurmur64
-	rbHashXXH3
+	bfHashMurmur32 bfHashKind = iota
+	bfHashMurmur64
+	bfHashXXH3
 )
 
-// rbHasher is a chain's hash: its kind and, for XXH3, its seed.
-type rbHasher struct {
-	kind rbHashKind
+// bfHasher is a chain's hash: its kind and, for XXH3, its seed.
+type bfHasher struct {
+	kind bfHashKind
 	seed uint64
 }
 
 // hash returns the item's (a, b).
-func (h rbHasher) hash(item []byte) (a, b uint64) {
+func (h bfHasher) hash(item []byte) (a, b uint64) {
 	switch h.kind {
-	case rbHashMurmur64:
-		a = murmur64A(item, rbMurmur64Seed)
+	case bfHashMurmur64:
+		a = murmur64A(item, bfMurmur64Seed)
 		return a, murmur64A(item, a)
-	case rbHashXXH3:
-		return xxh3.HashSeed(item, h.seed), xxh3.HashSeed(item, h.seed+rbXXH3DomainMul)
+	case bfHashXXH3:
+		return xxh3.HashSeed(item, h.seed), xxh3.HashSeed(item, h.seed+bfXXH3DomainMul)
 	}
-	a32 := murmur2(item, rbMurmur32Seed)
+	a32 := murmur2(item, bfMurmur32Seed)
 	return uint64(a32), uint64(murmur2(item, a32))
 }

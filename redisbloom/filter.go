@@ -1,4 +1,4 @@
-package ohbloom
+package redisbloom
 
 import (
 	"fmt"
@@ -6,31 +6,31 @@ import (
 	"github.com/ohbloom/ohbloom/internal/sysmem"
 )
 
-// RedisBloomFilter is RedisBloom's scalable Bloom filter (its SBChain), bit
-// for bit: it answers every test as RedisBloom does, false positives
-// included, grows when and as RedisBloom grows, counts items and reports
-// BF.INFO as it does, and reads and writes RedisBloom's BF.SCANDUMP chunks
-// byte for byte. Use it to take over filters dumped from RedisBloom and to
-// give them back; for new filters, Filter and ScalableFilter use less
-// memory and one cache miss per key.
+// Filter is RedisBloom's scalable Bloom filter (its SBChain), bit for
+// bit: it answers every test as RedisBloom does, false positives included,
+// grows when and as RedisBloom grows, counts items and reports BF.INFO as
+// it does, and reads and writes RedisBloom's BF.SCANDUMP chunks byte for
+// byte. Use it to take over filters dumped from RedisBloom and to give
+// them back; for new filters, ohbloom.Filter and ohbloom.ScalableFilter
+// use less memory and one cache miss per key.
 //
 // # Chain
 //
 // A chain is a list of classic Bloom filters ("links"), oldest first, and
-// options: RedisBloomForce64|RedisBloomNoRound for every chain RedisBloom
-// creates, plus RedisBloomNoScaling for NONSCALING. Its first filter is
+// options: Force64|NoRound for every chain RedisBloom
+// creates, plus NoScaling for NONSCALING. Its first filter is
 // sized for the reserved capacity at half the error rate (all of it when
 // NONSCALING). Test answers yes if any filter has all the item's bits,
 // newest first. Add does nothing for an item that tests present, and it is
 // not counted; otherwise, if the newest filter holds as many items as its
-// capacity, the chain grows (NONSCALING: ErrRedisBloomFull) by a filter of
+// capacity, the chain grows (NONSCALING: ErrFull) by a filter of
 // expansion times the newest one's capacity at half its error rate. The
 // item's bits go to the newest filter, and it counts if one was clear.
 //
 // # Hashing and bits
 //
 // An item hashes once to (a, b) = (MurmurHash64A(item, 0xc6a4a7935bd1e995),
-// MurmurHash64A(item, a)); without RedisBloomForce64 (old chains) the two
+// MurmurHash64A(item, a)); without Force64 (old chains) the two
 // are 32-bit MurmurHash2 with seeds 0x9747b28c and a; a chain whose header
 // carries bf-hash-seed's configuration uses XXH3_64 with seeds s and
 // s + 0x9e3779b97f4a7c15. A filter of m bits and k hashes probes
@@ -46,7 +46,7 @@ import (
 //
 //	bpe    = |ln(e) / 0.480453013918201|      (ln correctly rounded)
 //	k      = ⌈0.693147180559945 · bpe⌉
-//	m      = max(1, ⌊n · bpe⌋)                with RedisBloomNoRound, else
+//	m      = max(1, ⌊n · bpe⌋)                with NoRound, else
 //	m      = 2^n2, n2 = logb(n·bpe) + 1, and the capacity grows by
 //	         ⌊⌊m − n·bpe⌋ / bpe⌋
 //	bytes  = ⌈m / 64⌉ · 8, and m becomes 8 · bytes
@@ -54,11 +54,11 @@ import (
 // # Dump
 //
 // BF.SCANDUMP iterator 0 returns iterator 1 and the header chunk; iterator
-// i ≥ 1 returns up to RedisBloomMaxChunk bytes of the filters' bytes
+// i ≥ 1 returns up to MaxChunk bytes of the filters' bytes
 // concatenated, from position i − 1, never crossing from one filter into
 // the next, and iterator i + their length; past the end, iterator 0 and no
 // bytes. BF.LOADCHUNK of a header creates the chain
-// (NewRedisBloomFromHeader); of data, writes it so that it ends at position
+// (NewFromHeader); of data, writes it so that it ends at position
 // iterator − 2 (LoadChunk). The header chunk is RedisBloom's packed C
 // structs, little-endian:
 //
@@ -85,72 +85,72 @@ import (
 // Each filter's bits are allocated when first written (by a chunk or an
 // add), so a header alone costs no more memory than its own bytes.
 //
-// It is not safe for concurrent use; see AtomicRedisBloomFilter.
-type RedisBloomFilter struct {
-	rbChain
-	links []rbLink
+// It is not safe for concurrent use; see AtomicFilter.
+type Filter struct {
+	bfChain
+	links []bfLink
 }
 
-// rbLink is one filter of a chain.
-type rbLink struct {
-	rbParams
+// bfLink is one filter of a chain.
+type bfLink struct {
+	bfParams
 	items uint64   // SBLink.size
 	words []uint64 // nil until first written
 }
 
-// NewRedisBloom returns an empty chain as BF.RESERVE makes it.
-func NewRedisBloom(c RedisBloomConfig) (*RedisBloomFilter, error) {
-	ch, p, err := newRBChain(c)
+// New returns an empty chain as BF.RESERVE makes it.
+func New(c Config) (*Filter, error) {
+	ch, p, err := newBFChain(c)
 	if err != nil {
 		return nil, err
 	}
-	return &RedisBloomFilter{rbChain: ch, links: []rbLink{{rbParams: p, words: make([]uint64, p.words())}}}, nil
+	return &Filter{bfChain: ch, links: []bfLink{{bfParams: p, words: make([]uint64, p.words())}}}, nil
 }
 
-// NewRedisBloomFromHeader returns the chain a BF.LOADCHUNK of a header
+// NewFromHeader returns the chain a BF.LOADCHUNK of a header
 // chunk (iterator 1) creates on an empty key, its bits all clear until the
 // data chunks arrive through LoadChunk. It refuses a header that
-// RedisBloom refuses (ErrRedisBloomBadData), and one whose filters would
+// RedisBloom refuses (ErrBadData), and one whose filters would
 // take more than maxBytes together (0: the machine's RAM plus swap), which
-// also wraps ErrTooLarge; maxBytes then bounds the chain's growth too. It
+// also wraps ohbloom.ErrTooLarge; maxBytes then bounds the chain's growth too. It
 // allocates nothing for the filters' bits.
-func NewRedisBloomFromHeader(header []byte, maxBytes uint64) (*RedisBloomFilter, error) {
-	h, err := decodeRBHeader(header, maxBytes)
+func NewFromHeader(header []byte, maxBytes uint64) (*Filter, error) {
+	h, err := decodeBFHeader(header, maxBytes)
 	if err != nil {
 		return nil, err
 	}
-	f := &RedisBloomFilter{rbChain: h.rbChain, links: make([]rbLink, len(h.params))}
+	f := &Filter{bfChain: h.bfChain, links: make([]bfLink, len(h.params))}
 	for i := range f.links {
-		f.links[i] = rbLink{rbParams: h.params[i], items: h.items[i]}
+		f.links[i] = bfLink{bfParams: h.params[i], items: h.items[i]}
 	}
 	return f, nil
 }
 
 // Add adds item as BF.ADD does and reports whether it was new (BF.ADD's 1):
 // false for an item that tests present, which is not counted. It fails
-// with ErrRedisBloomFull or ErrRedisBloomCannotGrow when the item needs a
+// with ErrFull or ErrCannotGrow when the item needs a
 // new filter that the chain cannot have; the chain is then unchanged.
-func (f *RedisBloomFilter) Add(item []byte) (bool, error) {
+func (f *Filter) Add(item []byte) (bool, error) {
 	a, b := f.hasher.hash(item)
 	return f.addHash(a, b)
 }
 
 // AddString is Add for a string item.
-func (f *RedisBloomFilter) AddString(item string) (bool, error) {
+func (f *Filter) AddString(item string) (bool, error) {
 	return f.Add(stringBytes(item))
 }
 
 // Hash returns the chain's hashes of item, the pair (a, b) every filter
 // of the chain probes with. They depend on the chain's options and hash
 // configuration, never on its filters, so they stay valid as it grows.
-func (f *RedisBloomFilter) Hash(item []byte) (a, b uint64) { return f.hasher.hash(item) }
+func (f *Filter) Hash(item []byte) (a, b uint64) { return f.hasher.hash(item) }
 
 // AddHash is Add for the item whose Hash is (a, b). Replaying the pairs of
 // a sequence of adds reaches the same bits, counts and growth as the adds.
-func (f *RedisBloomFilter) AddHash(a, b uint64) (bool, error) { return f.addHash(a, b) }
+func (f *Filter) AddHash(a, b uint64) (bool, error) { return f.addHash(a, b) }
 
 // TestHash is Test for the item whose Hash is (a, b).
-func (f *RedisBloomFilter) TestHash(a, b uint64) bool { return f.testHash(a, b) }
+func (f *Filter) TestHash(a, b uint64) bool { return f.testHash(a, b) }
 
 // addHash is SBChain_Add in one pass over the newest filter when it has
 // room: the older filters are tested, then the item's bits are set in the
@@ -158,18 +158,18 @@ func (f *RedisBloomFilter) TestHash(a, b uint64) bool { return f.testHash(a, b) 
 // changed nothing. That is RedisBloom's test-every-filter-then-add, without
 // the newest filter's test, whose first cache miss would otherwise be
 // waited out before the add's.
-func (f *RedisBloomFilter) addHash(a, b uint64) (bool, error) {
+func (f *Filter) addHash(a, b uint64) (bool, error) {
 	n := len(f.links)
 	cur := &f.links[n-1]
 	if cur.items >= cur.entries {
 		if f.testHash(a, b) {
 			return false, nil
 		}
-		next, err := f.nextLink(&cur.rbParams, n, f.totalBytes())
+		next, err := f.nextLink(&cur.bfParams, n, f.totalBytes())
 		if err != nil {
 			return false, err
 		}
-		f.links = append(f.links, rbLink{rbParams: next, words: make([]uint64, next.words())})
+		f.links = append(f.links, bfLink{bfParams: next, words: make([]uint64, next.words())})
 		cur = &f.links[n]
 	} else {
 		for i := n - 2; i >= 0; i-- {
@@ -181,7 +181,7 @@ func (f *RedisBloomFilter) addHash(a, b uint64) (bool, error) {
 			if cur.test(nil, a, b) {
 				return false, nil
 			}
-			cur.words = make([]uint64, cur.rbParams.words())
+			cur.words = make([]uint64, cur.bfParams.words())
 		}
 	}
 	if cur.add(cur.words, a, b) {
@@ -192,15 +192,15 @@ func (f *RedisBloomFilter) addHash(a, b uint64) (bool, error) {
 }
 
 // Test reports whether item may be in the chain, as BF.EXISTS does.
-func (f *RedisBloomFilter) Test(item []byte) bool {
+func (f *Filter) Test(item []byte) bool {
 	a, b := f.hasher.hash(item)
 	return f.testHash(a, b)
 }
 
 // TestString is Test for a string item.
-func (f *RedisBloomFilter) TestString(item string) bool { return f.Test(stringBytes(item)) }
+func (f *Filter) TestString(item string) bool { return f.Test(stringBytes(item)) }
 
-func (f *RedisBloomFilter) testHash(a, b uint64) bool {
+func (f *Filter) testHash(a, b uint64) bool {
 	for i := len(f.links) - 1; i >= 0; i-- {
 		if l := &f.links[i]; l.test(l.words, a, b) {
 			return true
@@ -209,7 +209,7 @@ func (f *RedisBloomFilter) testHash(a, b uint64) bool {
 	return false
 }
 
-func (f *RedisBloomFilter) totalBytes() uint64 {
+func (f *Filter) totalBytes() uint64 {
 	var n uint64
 	for i := range f.links {
 		n += f.links[i].bytes
@@ -217,25 +217,25 @@ func (f *RedisBloomFilter) totalBytes() uint64 {
 	return n
 }
 
-func (f *RedisBloomFilter) link(i int) (*rbParams, uint64) {
-	return &f.links[i].rbParams, f.links[i].items
+func (f *Filter) link(i int) (*bfParams, uint64) {
+	return &f.links[i].bfParams, f.links[i].items
 }
 
-func (f *RedisBloomFilter) bytesOf(i int) uint64 { return f.links[i].bytes }
+func (f *Filter) bytesOf(i int) uint64 { return f.links[i].bytes }
 
 // Info returns what BF.INFO reports.
-func (f *RedisBloomFilter) Info() RedisBloomInfo { return f.infoOf(len(f.links), f.link) }
+func (f *Filter) Info() Info { return f.infoOf(len(f.links), f.link) }
 
 // Link returns filter i of the chain, oldest first (i < Info().Filters),
 // as BF.DEBUG shows it.
-func (f *RedisBloomFilter) Link(i int) RedisBloomLink { return f.links[i].info(f.links[i].items) }
+func (f *Filter) Link(i int) Link { return f.links[i].info(f.links[i].items) }
 
-// Options returns the chain's option bits (RedisBloomNoRound etc.).
-func (f *RedisBloomFilter) Options() uint32 { return f.options }
+// Options returns the chain's option bits (NoRound etc.).
+func (f *Filter) Options() uint32 { return f.options }
 
 // SetMaxBytes bounds the bytes of all the chain's filters from now on:
 // growth past it fails. 0 means the machine's RAM plus swap.
-func (f *RedisBloomFilter) SetMaxBytes(n uint64) {
+func (f *Filter) SetMaxBytes(n uint64) {
 	if n == 0 {
 		n = sysmem.RAMPlusSwap()
 	}
@@ -246,37 +246,37 @@ func (f *RedisBloomFilter) SetMaxBytes(n uint64) {
 // to dst and returns the next iterator and the extended slice. Iterator 0
 // gives the header and 1; the last chunk is followed by iterator 0 and no
 // bytes.
-func (f *RedisBloomFilter) ScanDump(iter int64, dst []byte) (int64, []byte) {
+func (f *Filter) ScanDump(iter int64, dst []byte) (int64, []byte) {
 	if iter == 0 {
-		return 1, encodeRBHeader(dst, &f.rbChain, len(f.links), f.link)
+		return 1, encodeBFHeader(dst, &f.bfChain, len(f.links), f.link)
 	}
 	if iter < 1 {
 		return 0, dst
 	}
-	i, off, ok := findRBLink(len(f.links), f.bytesOf, uint64(iter)-1)
+	i, off, ok := findBFLink(len(f.links), f.bytesOf, uint64(iter)-1)
 	if !ok {
 		return 0, dst
 	}
 	l := &f.links[i]
-	n := min(RedisBloomMaxChunk, l.bytes-off)
+	n := min(MaxChunk, l.bytes-off)
 	return iter + int64(n), appendWordBytes(dst, l.words, off, n)
 }
 
 // LoadChunk is BF.LOADCHUNK of a data chunk into an existing chain: data
 // replaces the bytes ending at position iter−2 of the filters' bits. It
-// fails, changing nothing, as RedisBloom does: ErrRedisBloomBadData when
-// iter ≤ 0 or iter < len(data), ErrRedisBloomNoLink when the chunk starts
-// past the filters, ErrRedisBloomChunkTooBig when it runs past the end of
+// fails, changing nothing, as RedisBloom does: ErrBadData when
+// iter ≤ 0 or iter < len(data), ErrNoLink when the chunk starts
+// past the filters, ErrChunkTooBig when it runs past the end of
 // the filter it starts in. A header chunk (iterator 1) for an existing key
 // goes here too, and fails as it does in RedisBloom.
-func (f *RedisBloomFilter) LoadChunk(iter int64, data []byte) error {
+func (f *Filter) LoadChunk(iter int64, data []byte) error {
 	i, off, err := chunkTarget(len(f.links), f.bytesOf, iter, len(data))
 	if err != nil || len(data) == 0 {
 		return err
 	}
 	l := &f.links[i]
 	if l.words == nil {
-		l.words = make([]uint64, l.rbParams.words())
+		l.words = make([]uint64, l.bfParams.words())
 	}
 	storeWordBytes(l.words, off, data)
 	return nil
@@ -284,21 +284,21 @@ func (f *RedisBloomFilter) LoadChunk(iter int64, data []byte) error {
 
 // Equal reports whether two chains have the same options, growth, hash,
 // filters, counts and bits: whether their dumps are the same bytes.
-func (f *RedisBloomFilter) Equal(o *RedisBloomFilter) bool {
+func (f *Filter) Equal(o *Filter) bool {
 	if f.options != o.options || f.growth != o.growth || f.hasher != o.hasher || len(f.links) != len(o.links) {
 		return false
 	}
 	for i := range f.links {
 		a, b := &f.links[i], &o.links[i]
-		if a.rbParams != b.rbParams || a.items != b.items || !equalRBWords(a.words, b.words) {
+		if a.bfParams != b.bfParams || a.items != b.items || !equalBFWords(a.words, b.words) {
 			return false
 		}
 	}
 	return true
 }
 
-// equalRBWords compares two filters' words, nil being all zeros.
-func equalRBWords(a, b []uint64) bool {
+// equalBFWords compares two filters' words, nil being all zeros.
+func equalBFWords(a, b []uint64) bool {
 	if a == nil {
 		a, b = b, a
 	}
@@ -315,7 +315,7 @@ func equalRBWords(a, b []uint64) bool {
 }
 
 // String describes the chain briefly.
-func (f *RedisBloomFilter) String() string {
+func (f *Filter) String() string {
 	in := f.Info()
 	return fmt.Sprintf("RedisBloom chain: %d filters, %d items, capacity %d, %d bytes", in.Filters, in.Items, in.Capacity, in.Size)
 }

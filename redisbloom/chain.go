@@ -1,4 +1,4 @@
-package ohbloom
+package redisbloom
 
 import (
 	"encoding/binary"
@@ -8,86 +8,87 @@ import (
 	"math/bits"
 	"sync/atomic"
 
+	"github.com/ohbloom/ohbloom"
 	"github.com/ohbloom/ohbloom/internal/sysmem"
 )
 
 // Option bits of a RedisBloom chain, as its dump header records them
 // (bloom.h's BLOOM_OPT_*). Every chain RedisBloom creates today has
-// RedisBloomForce64|RedisBloomNoRound, plus RedisBloomNoScaling for
+// Force64|NoRound, plus NoScaling for
 // NONSCALING.
 const (
-	// RedisBloomNoRound sizes each filter at ⌊entries·bpe⌋ bits instead of
+	// NoRound sizes each filter at ⌊entries·bpe⌋ bits instead of
 	// the next power of two.
-	RedisBloomNoRound = 1
-	// RedisBloomEntriesAreBits makes the capacity a filter is created with
+	NoRound = 1
+	// EntriesAreBits makes the capacity a filter is created with
 	// its bit count's log2 (never set by RedisBloom's commands).
-	RedisBloomEntriesAreBits = 2
-	// RedisBloomForce64 hashes with 64-bit MurmurHash64A instead of 32-bit
+	EntriesAreBits = 2
+	// Force64 hashes with 64-bit MurmurHash64A instead of 32-bit
 	// MurmurHash2.
-	RedisBloomForce64 = 4
-	// RedisBloomNoScaling keeps the chain at one filter: an item that would
-	// need a second gets ErrRedisBloomFull.
-	RedisBloomNoScaling = 8
+	Force64 = 4
+	// NoScaling keeps the chain at one filter: an item that would
+	// need a second gets ErrFull.
+	NoScaling = 8
 
-	rbKnownOptions = RedisBloomNoRound | RedisBloomEntriesAreBits | RedisBloomForce64 | RedisBloomNoScaling
+	bfKnownOptions = NoRound | EntriesAreBits | Force64 | NoScaling
 )
 
 // RedisBloom's defaults for a filter created by BF.ADD, BF.MADD or BF.INSERT
 // without a reservation (bf-initial-size, bf-error-rate,
 // bf-expansion-factor).
 const (
-	RedisBloomDefaultCapacity  = 100  // items of the first filter
-	RedisBloomDefaultErrorRate = 0.01 // the chain's error rate
-	RedisBloomDefaultExpansion = 2    // growth factor
+	DefaultCapacity  = 100  // items of the first filter
+	DefaultErrorRate = 0.01 // the chain's error rate
+	DefaultExpansion = 2    // growth factor
 )
 
-// RedisBloomMaxChunk is the most bytes one BF.SCANDUMP data chunk carries
+// MaxChunk is the most bytes one BF.SCANDUMP data chunk carries
 // (RedisBloom's MAX_SCANDUMP_SIZE, 16 MiB): a filter larger than that is
 // dumped in several chunks.
-const RedisBloomMaxChunk = 16 << 20
+const MaxChunk = 16 << 20
 
 const (
-	rbTightening      = 0.5 // each new filter's error rate is the last one's times this
-	rbChainHeaderSize = 20  // size, nfilters, options, growth
-	rbLinkHeaderSize  = 53  // one dumpedChainLink, packed
-	rbHashConfigSize  = 16  // the optional hash configuration after the links
+	bfTightening      = 0.5 // each new filter's error rate is the last one's times this
+	bfChainHeaderSize = 20  // size, nfilters, options, growth
+	bfLinkHeaderSize  = 53  // one dumpedChainLink, packed
+	bfHashConfigSize  = 16  // the optional hash configuration after the links
 	// BF.INFO's Size counts sizeof(SBChain) and sizeof(SBLink) of the
 	// 64-bit build besides the bits.
-	rbChainStructSize = 32
-	rbLinkStructSize  = 64
+	bfChainStructSize = 32
+	bfLinkStructSize  = 64
 
-	// rbMaxLinks keeps a header chunk's length within a uint32, which
+	// bfMaxLinks keeps a header chunk's length within a uint32, which
 	// MarshalBinary records.
-	rbMaxLinks = (math.MaxUint32 - rbChainHeaderSize - rbHashConfigSize) / rbLinkHeaderSize
+	bfMaxLinks = (math.MaxUint32 - bfChainHeaderSize - bfHashConfigSize) / bfLinkHeaderSize
 )
 
 // Errors of RedisBloom filters. Each names the reply RedisBloom gives in
 // that case, so that a server can answer as it does.
 var (
-	// ErrRedisBloomBadData: a header chunk no RedisBloom filter could have
+	// ErrBadData: a header chunk no RedisBloom filter could have
 	// written, or a chunk whose iterator is smaller than its length.
 	// RedisBloom replies "ERR received bad data".
-	ErrRedisBloomBadData = errors.New("ohbloom: RedisBloom: received bad data")
-	// ErrRedisBloomNoLink: a chunk that starts past the last filter.
+	ErrBadData = errors.New("ohbloom: RedisBloom: received bad data")
+	// ErrNoLink: a chunk that starts past the last filter.
 	// RedisBloom replies "ERR invalid offset - no link found".
-	ErrRedisBloomNoLink = errors.New("ohbloom: RedisBloom: invalid offset - no link found")
-	// ErrRedisBloomChunkTooBig: a chunk that runs past the end of the filter
+	ErrNoLink = errors.New("ohbloom: RedisBloom: invalid offset - no link found")
+	// ErrChunkTooBig: a chunk that runs past the end of the filter
 	// it starts in. RedisBloom replies "ERR invalid chunk - Too big for
 	// current filter".
-	ErrRedisBloomChunkTooBig = errors.New("ohbloom: RedisBloom: invalid chunk - Too big for current filter")
-	// ErrRedisBloomFull: a new item for a NONSCALING chain whose filter holds
+	ErrChunkTooBig = errors.New("ohbloom: RedisBloom: invalid chunk - Too big for current filter")
+	// ErrFull: a new item for a NONSCALING chain whose filter holds
 	// its capacity. RedisBloom replies "ERR non scaling filter is full".
-	ErrRedisBloomFull = errors.New("ohbloom: RedisBloom: non scaling filter is full")
-	// ErrRedisBloomCannotGrow: a new item needs a new filter that cannot be
+	ErrFull = errors.New("ohbloom: RedisBloom: non scaling filter is full")
+	// ErrCannotGrow: a new item needs a new filter that cannot be
 	// made (expansion 0, a size RedisBloom's bloom_init refuses, or one past
-	// the chain's byte limit, which also wraps ErrTooLarge). RedisBloom's
+	// the chain's byte limit, which also wraps ohbloom.ErrTooLarge). RedisBloom's
 	// SBChain_Add returns −1 here.
-	ErrRedisBloomCannotGrow = errors.New("ohbloom: RedisBloom: the filter cannot grow")
+	ErrCannotGrow = errors.New("ohbloom: RedisBloom: the filter cannot grow")
 )
 
-// RedisBloomConfig is what BF.RESERVE (or BF.INSERT's options) gives a new
+// Config is what BF.RESERVE (or BF.INSERT's options) gives a new
 // chain.
-type RedisBloomConfig struct {
+type Config struct {
 	// Capacity is the number of items the first filter holds (≥ 1).
 	Capacity uint64
 	// ErrorRate is the chain's target false positive rate, in (0, 1).
@@ -101,15 +102,15 @@ type RedisBloomConfig struct {
 	// ErrorRate instead of half of it.
 	NonScaling bool
 	// MaxBytes bounds the bits of all the chain's filters together; growth
-	// past it fails with ErrRedisBloomCannotGrow. 0 means the machine's
+	// past it fails with ErrCannotGrow. 0 means the machine's
 	// RAM plus swap.
 	MaxBytes uint64
 	_        struct{}
 }
 
-// RedisBloomInfo is what BF.INFO reports, computed as RedisBloom computes
+// Info is what BF.INFO reports, computed as RedisBloom computes
 // it.
-type RedisBloomInfo struct {
+type Info struct {
 	// Capacity is the sum of every filter's capacity (entries).
 	Capacity uint64
 	// Size is RedisBloom's memory estimate: 32 bytes for the chain, and per
@@ -126,8 +127,8 @@ type RedisBloomInfo struct {
 	NonScaling bool
 }
 
-// RedisBloomLink describes one filter of a chain, as BF.DEBUG shows it.
-type RedisBloomLink struct {
+// Link describes one filter of a chain, as BF.DEBUG shows it.
+type Link struct {
 	Bytes        uint64  // bytes of its bits
 	Bits         uint64  // bits, 8·Bytes
 	Hashes       uint32  // probes per item
@@ -138,64 +139,64 @@ type RedisBloomLink struct {
 	N2           uint8   // log2 of its bit count when rounded to a power of two, else 0
 }
 
-// rbChain is what a chain's filters share.
-type rbChain struct {
+// bfChain is what a chain's filters share.
+type bfChain struct {
 	options  uint32
 	growth   uint32
-	hasher   rbHasher
+	hasher   bfHasher
 	maxBytes uint64
 }
 
-func (c *rbChain) nonScaling() bool { return c.options&RedisBloomNoScaling != 0 }
+func (c *bfChain) nonScaling() bool { return c.options&NoScaling != 0 }
 
-// newRBChain checks a RedisBloomConfig and sizes the first filter as
+// newBFChain checks a Config and sizes the first filter as
 // SB_NewChain does.
-func newRBChain(c RedisBloomConfig) (rbChain, rbParams, error) {
+func newBFChain(c Config) (bfChain, bfParams, error) {
 	if c.Capacity == 0 || !(c.ErrorRate > 0 && c.ErrorRate < 1) {
-		return rbChain{}, rbParams{}, fmt.Errorf("%w: capacity %d, error rate %v", ErrInvalidConfig, c.Capacity, c.ErrorRate)
+		return bfChain{}, bfParams{}, fmt.Errorf("%w: capacity %d, error rate %v", ohbloom.ErrInvalidConfig, c.Capacity, c.ErrorRate)
 	}
 	if c.Expansion == 0 && !c.NonScaling {
-		return rbChain{}, rbParams{}, fmt.Errorf("%w: expansion 0 needs NonScaling", ErrInvalidConfig)
+		return bfChain{}, bfParams{}, fmt.Errorf("%w: expansion 0 needs NonScaling", ohbloom.ErrInvalidConfig)
 	}
-	ch := rbChain{options: RedisBloomForce64 | RedisBloomNoRound, growth: c.Expansion,
-		hasher: rbHasher{kind: rbHashMurmur64}, maxBytes: c.MaxBytes}
+	ch := bfChain{options: Force64 | NoRound, growth: c.Expansion,
+		hasher: bfHasher{kind: bfHashMurmur64}, maxBytes: c.MaxBytes}
 	if ch.maxBytes == 0 {
 		ch.maxBytes = sysmem.RAMPlusSwap()
 	}
-	e := c.ErrorRate * rbTightening
+	e := c.ErrorRate * bfTightening
 	if c.NonScaling {
-		ch.options |= RedisBloomNoScaling
+		ch.options |= NoScaling
 		e = c.ErrorRate
 	}
-	p, err := rbInit(c.Capacity, e, ch.options)
+	p, err := bfInit(c.Capacity, e, ch.options)
 	if err != nil {
-		return rbChain{}, rbParams{}, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
+		return bfChain{}, bfParams{}, fmt.Errorf("%w: %w", ohbloom.ErrInvalidConfig, err)
 	}
 	if p.bytes > ch.maxBytes {
-		return rbChain{}, rbParams{}, fmt.Errorf("%w: %d bytes, the limit is %d", ErrTooLarge, p.bytes, ch.maxBytes)
+		return bfChain{}, bfParams{}, fmt.Errorf("%w: %d bytes, the limit is %d", ohbloom.ErrTooLarge, p.bytes, ch.maxBytes)
 	}
 	return ch, p, nil
 }
 
 // nextLink sizes the filter that follows the newest one, p, as
 // SBChain_Add does; the chain has n filters of total bytes so far.
-func (c *rbChain) nextLink(p *rbParams, n int, total uint64) (rbParams, error) {
+func (c *bfChain) nextLink(p *bfParams, n int, total uint64) (bfParams, error) {
 	if c.nonScaling() {
-		return rbParams{}, ErrRedisBloomFull
+		return bfParams{}, ErrFull
 	}
-	if n >= rbMaxLinks {
-		return rbParams{}, fmt.Errorf("%w: %d filters", ErrRedisBloomCannotGrow, n)
+	if n >= bfMaxLinks {
+		return bfParams{}, fmt.Errorf("%w: %d filters", ErrCannotGrow, n)
 	}
 	hi, entries := bits.Mul64(p.entries, uint64(c.growth))
 	if c.growth == 0 || hi != 0 {
-		return rbParams{}, fmt.Errorf("%w: %d items times expansion %d", ErrRedisBloomCannotGrow, p.entries, c.growth)
+		return bfParams{}, fmt.Errorf("%w: %d items times expansion %d", ErrCannotGrow, p.entries, c.growth)
 	}
-	next, err := rbInit(entries, p.errRate*rbTightening, c.options)
+	next, err := bfInit(entries, p.errRate*bfTightening, c.options)
 	if err != nil {
-		return rbParams{}, fmt.Errorf("%w: %w", ErrRedisBloomCannotGrow, err)
+		return bfParams{}, fmt.Errorf("%w: %w", ErrCannotGrow, err)
 	}
 	if next.bytes > c.maxBytes-min(total, c.maxBytes) {
-		return rbParams{}, fmt.Errorf("%w: %w: %d more bytes on %d, the limit is %d", ErrRedisBloomCannotGrow, ErrTooLarge, next.bytes, total, c.maxBytes)
+		return bfParams{}, fmt.Errorf("%w: %w: %d more bytes on %d, the limit is %d", ErrCannotGrow, ohbloom.ErrTooLarge, next.bytes, total, c.maxBytes)
 	}
 	return next, nil
 }
@@ -204,7 +205,7 @@ func (c *rbChain) nextLink(p *rbParams, n int, total uint64) (rbParams, error) {
 // bloom_check. A filter whose words are not allocated yet is all zeros.
 // Words are loaded atomically, which costs nothing on amd64, so that the
 // concurrent variant shares this code.
-func (p *rbParams) test(words []uint64, a, b uint64) bool {
+func (p *bfParams) test(words []uint64, a, b uint64) bool {
 	if words == nil {
 		return p.hashes == 0
 	}
@@ -220,7 +221,7 @@ func (p *rbParams) test(words []uint64, a, b uint64) bool {
 		}
 		return true
 	}
-	var pos rbPosition
+	var pos bfPosition
 	pos.start(p, a, b)
 	for range p.hashes {
 		x := pos.x
@@ -234,7 +235,7 @@ func (p *rbParams) test(words []uint64, a, b uint64) bool {
 
 // add sets the item's bits in words and reports whether one was clear,
 // bloom_add's "not previously present". words must not be shared.
-func (p *rbParams) add(words []uint64, a, b uint64) bool {
+func (p *bfParams) add(words []uint64, a, b uint64) bool {
 	isNew := false
 	if p.n2 > 0 {
 		mask := p.mod - 1
@@ -249,7 +250,7 @@ func (p *rbParams) add(words []uint64, a, b uint64) bool {
 		}
 		return isNew
 	}
-	var pos rbPosition
+	var pos bfPosition
 	pos.start(p, a, b)
 	for range p.hashes {
 		x := pos.x
@@ -268,9 +269,9 @@ func (p *rbParams) add(words []uint64, a, b uint64) bool {
 // then ORed: a locked instruction is a full fence on x86, so ORing as it
 // goes would wait out each cache miss in turn instead of overlapping them
 // (661 against 384 ns per new item in a 22 MB filter).
-func (p *rbParams) addAtomic(words []uint64, a, b uint64) bool {
-	var buf [rbBatch]uint64
-	if p.hashes > rbBatch {
+func (p *bfParams) addAtomic(words []uint64, a, b uint64) bool {
+	var buf [bfBatch]uint64
+	if p.hashes > bfBatch {
 		return p.addAtomicSlow(words, a, b)
 	}
 	xs := buf[:p.hashes]
@@ -281,7 +282,7 @@ func (p *rbParams) addAtomic(words []uint64, a, b uint64) bool {
 			h += b
 		}
 	} else {
-		var pos rbPosition
+		var pos bfPosition
 		pos.start(p, a, b)
 		for i := range xs {
 			xs[i] = pos.x
@@ -302,13 +303,13 @@ func (p *rbParams) addAtomic(words []uint64, a, b uint64) bool {
 	return isNew
 }
 
-// rbBatch is how many positions addAtomic gathers before touching memory:
+// bfBatch is how many positions addAtomic gathers before touching memory:
 // every filter of an error rate above 10^-19.
-const rbBatch = 64
+const bfBatch = 64
 
-// addAtomicSlow is addAtomic for filters of more than rbBatch hashes,
+// addAtomicSlow is addAtomic for filters of more than bfBatch hashes,
 // which RedisBloom makes only for error rates below 10^-19.
-func (p *rbParams) addAtomicSlow(words []uint64, a, b uint64) bool {
+func (p *bfParams) addAtomicSlow(words []uint64, a, b uint64) bool {
 	isNew := false
 	if p.n2 > 0 {
 		mask, h := p.mod-1, a
@@ -319,7 +320,7 @@ func (p *rbParams) addAtomicSlow(words []uint64, a, b uint64) bool {
 		}
 		return isNew
 	}
-	var pos rbPosition
+	var pos bfPosition
 	pos.start(p, a, b)
 	for range p.hashes {
 		x := pos.x
@@ -329,20 +330,20 @@ func (p *rbParams) addAtomicSlow(words []uint64, a, b uint64) bool {
 	return isNew
 }
 
-// rbPosition walks bit positions (a + i·b) mod m, where a + i·b wraps at
+// bfPosition walks bit positions (a + i·b) mod m, where a + i·b wraps at
 // 2^64 before the mod, as RedisBloom's uint64 arithmetic does, with two
 // divisions per item instead of one per hash: x(i+1) = x(i) + (b mod m),
 // less 2^64 mod m when a + i·b + b carries out of 64 bits. m < 2^63, so
 // the sums fit.
-type rbPosition struct {
+type bfPosition struct {
 	h, x, step uint64
 }
 
-func (q *rbPosition) start(p *rbParams, a, b uint64) {
+func (q *bfPosition) start(p *bfParams, a, b uint64) {
 	q.h, q.x, q.step = a, a%p.mod, b%p.mod
 }
 
-func (q *rbPosition) next(p *rbParams, b uint64) {
+func (q *bfPosition) next(p *bfParams, b uint64) {
 	var carry uint64
 	q.h, carry = bits.Add64(q.h, b, 0)
 	x := q.x + q.step
@@ -353,24 +354,24 @@ func (q *rbPosition) next(p *rbParams, b uint64) {
 	q.x = x + borrow*p.mod
 }
 
-// info returns a link's RedisBloomLink.
-func (p *rbParams) info(items uint64) RedisBloomLink {
-	return RedisBloomLink{Bytes: p.bytes, Bits: p.bits, Hashes: p.hashes, Capacity: p.entries,
+// info returns a link's Link.
+func (p *bfParams) info(items uint64) Link {
+	return Link{Bytes: p.bytes, Bits: p.bits, Hashes: p.hashes, Capacity: p.entries,
 		Items: items, ErrorRate: p.errRate, BitsPerEntry: p.bpe, N2: p.n2}
 }
 
-// The header chunk's layout is in RedisBloomFilter's doc.
+// The header chunk's layout is in Filter's doc.
 
-// rbHeader is a decoded header chunk.
-type rbHeader struct {
-	rbChain
-	params []rbParams
+// bfHeader is a decoded header chunk.
+type bfHeader struct {
+	bfChain
+	params []bfParams
 	items  []uint64
 	total  uint64 // bytes of all filters
 }
 
-// encodeRBHeader appends the header chunk of a chain to dst.
-func encodeRBHeader(dst []byte, c *rbChain, n int, link func(i int) (*rbParams, uint64)) []byte {
+// encodeBFHeader appends the header chunk of a chain to dst.
+func encodeBFHeader(dst []byte, c *bfChain, n int, link func(i int) (*bfParams, uint64)) []byte {
 	le := binary.LittleEndian
 	var size uint64
 	for i := range n {
@@ -392,60 +393,60 @@ func encodeRBHeader(dst []byte, c *rbChain, n int, link func(i int) (*rbParams, 
 		dst = le.AppendUint64(dst, p.entries)
 		dst = append(dst, p.n2)
 	}
-	if c.hasher.kind == rbHashXXH3 {
+	if c.hasher.kind == bfHashXXH3 {
 		dst = le.AppendUint64(dst, 1)
 		dst = le.AppendUint64(dst, c.hasher.seed)
 	}
 	return dst
 }
 
-// decodeRBHeader checks a header chunk as SB_NewChainFromHeader does, and
+// decodeBFHeader checks a header chunk as SB_NewChainFromHeader does, and
 // more: no NaN or infinite rate, no filter too large to probe, and the
 // bytes of all filters within maxBytes (0: the machine's memory), so that
 // loading the chunks that follow can never allocate more. It allocates
 // only what the header's own length pays for.
-func decodeRBHeader(buf []byte, maxBytes uint64) (rbHeader, error) {
+func decodeBFHeader(buf []byte, maxBytes uint64) (bfHeader, error) {
 	le := binary.LittleEndian
-	bad := func(format string, args ...any) (rbHeader, error) {
-		return rbHeader{}, fmt.Errorf("%w: "+format, append([]any{ErrRedisBloomBadData}, args...)...)
+	bad := func(format string, args ...any) (bfHeader, error) {
+		return bfHeader{}, fmt.Errorf("%w: "+format, append([]any{ErrBadData}, args...)...)
 	}
-	if len(buf) < rbChainHeaderSize {
-		return bad("%d bytes, a header has at least %d", len(buf), rbChainHeaderSize)
+	if len(buf) < bfChainHeaderSize {
+		return bad("%d bytes, a header has at least %d", len(buf), bfChainHeaderSize)
 	}
 	size := le.Uint64(buf)
 	n := uint64(le.Uint32(buf[8:]))
-	h := rbHeader{rbChain: rbChain{options: le.Uint32(buf[12:]), growth: le.Uint32(buf[16:]), maxBytes: maxBytes}}
-	if n == 0 || n > rbMaxLinks {
+	h := bfHeader{bfChain: bfChain{options: le.Uint32(buf[12:]), growth: le.Uint32(buf[16:]), maxBytes: maxBytes}}
+	if n == 0 || n > bfMaxLinks {
 		return bad("%d filters", n)
 	}
-	legacy := rbChainHeaderSize + rbLinkHeaderSize*n
+	legacy := bfChainHeaderSize + bfLinkHeaderSize*n
 	switch uint64(len(buf)) {
 	case legacy:
-	case legacy + rbHashConfigSize:
+	case legacy + bfHashConfigSize:
 		version, seed := le.Uint64(buf[legacy:]), le.Uint64(buf[legacy+8:])
 		switch {
 		case version == 1:
-			h.hasher = rbHasher{kind: rbHashXXH3, seed: seed}
+			h.hasher = bfHasher{kind: bfHashXXH3, seed: seed}
 		case version != 0 || seed != 0:
 			return bad("hash configuration version %d, seed %#x", version, seed)
 		}
 	default:
 		return bad("%d bytes for %d filters", len(buf), n)
 	}
-	if h.options&^rbKnownOptions != 0 {
+	if h.options&^bfKnownOptions != 0 {
 		return bad("options %#x", h.options)
 	}
-	if h.hasher.kind != rbHashXXH3 && h.options&RedisBloomForce64 != 0 {
-		h.hasher.kind = rbHashMurmur64
+	if h.hasher.kind != bfHashXXH3 && h.options&Force64 != 0 {
+		h.hasher.kind = bfHashMurmur64
 	}
 	if h.maxBytes == 0 {
 		h.maxBytes = sysmem.RAMPlusSwap()
 	}
-	h.params = make([]rbParams, n)
+	h.params = make([]bfParams, n)
 	h.items = make([]uint64, n)
 	var sum uint64
 	for i := range h.params {
-		b := buf[rbChainHeaderSize+rbLinkHeaderSize*i:]
+		b := buf[bfChainHeaderSize+bfLinkHeaderSize*i:]
 		p := &h.params[i]
 		p.bytes, p.bits = le.Uint64(b), le.Uint64(b[8:])
 		h.items[i] = le.Uint64(b[16:])
@@ -456,7 +457,7 @@ func decodeRBHeader(buf []byte, maxBytes uint64) (rbHeader, error) {
 		p.n2 = b[52]
 		// bloom_validate_integrity, without its blind spots: a NaN rate
 		// passes its comparisons, and bytes·8 may wrap.
-		switch wantHashes, ok := rbHashes(p.bpe); {
+		switch wantHashes, ok := bfHashes(p.bpe); {
 		case !(p.errRate > 0 && p.errRate < 1):
 			return bad("filter %d: error rate %v", i, p.errRate)
 		case p.n2 > 63 || p.n2 != 0 && p.bits < 1<<p.n2:
@@ -465,7 +466,7 @@ func decodeRBHeader(buf []byte, maxBytes uint64) (rbHeader, error) {
 			return bad("filter %d: %d bits in %d bytes", i, p.bits, p.bytes)
 		case !ok || math.IsNaN(p.bpe) || p.hashes != wantHashes:
 			return bad("filter %d: %d hashes for %v bits per entry", i, p.hashes, p.bpe)
-		case p.bytes > rbMaxLinkBytes:
+		case p.bytes > bfMaxLinkBytes:
 			return bad("filter %d: %d bytes", i, p.bytes)
 		}
 		p.derive()
@@ -475,7 +476,7 @@ func decodeRBHeader(buf []byte, maxBytes uint64) (rbHeader, error) {
 		}
 		h.total += p.bytes
 		if h.total > h.maxBytes {
-			return rbHeader{}, fmt.Errorf("%w: %w: the filters take more than %d bytes", ErrRedisBloomBadData, ErrTooLarge, h.maxBytes)
+			return bfHeader{}, fmt.Errorf("%w: %w: the filters take more than %d bytes", ErrBadData, ohbloom.ErrTooLarge, h.maxBytes)
 		}
 	}
 	if sum != size {
@@ -484,9 +485,9 @@ func decodeRBHeader(buf []byte, maxBytes uint64) (rbHeader, error) {
 	return h, nil
 }
 
-// findRBLink finds the filter holding byte pos of the chain's bits (RedisBloom's
+// findBFLink finds the filter holding byte pos of the chain's bits (RedisBloom's
 // getLinkPos, with the iterator's 1 already taken off) and the offset in it.
-func findRBLink(n int, bytesOf func(i int) uint64, pos uint64) (int, uint64, bool) {
+func findBFLink(n int, bytesOf func(i int) uint64, pos uint64) (int, uint64, bool) {
 	for i := range n {
 		b := bytesOf(i)
 		if pos < b {
@@ -551,29 +552,29 @@ func storeWordBytes(words []uint64, off uint64, src []byte) {
 // iterator is the position just past the chunk's last byte, plus one.
 func chunkTarget(n int, bytesOf func(i int) uint64, iter int64, length int) (int, uint64, error) {
 	if iter <= 0 || uint64(iter) < uint64(length) {
-		return 0, 0, fmt.Errorf("%w: chunk of %d bytes at iterator %d", ErrRedisBloomBadData, length, iter)
+		return 0, 0, fmt.Errorf("%w: chunk of %d bytes at iterator %d", ErrBadData, length, iter)
 	}
 	start := uint64(iter) - uint64(length)
 	if start < 1 {
-		return 0, 0, fmt.Errorf("%w: iterator %d, chunk of %d bytes", ErrRedisBloomNoLink, iter, length)
+		return 0, 0, fmt.Errorf("%w: iterator %d, chunk of %d bytes", ErrNoLink, iter, length)
 	}
-	i, off, ok := findRBLink(n, bytesOf, start-1)
+	i, off, ok := findBFLink(n, bytesOf, start-1)
 	if !ok {
-		return 0, 0, fmt.Errorf("%w: iterator %d, chunk of %d bytes", ErrRedisBloomNoLink, iter, length)
+		return 0, 0, fmt.Errorf("%w: iterator %d, chunk of %d bytes", ErrNoLink, iter, length)
 	}
 	if uint64(length) > bytesOf(i)-off {
-		return 0, 0, fmt.Errorf("%w: %d bytes at offset %d of filter %d, which has %d", ErrRedisBloomChunkTooBig, length, off, i, bytesOf(i))
+		return 0, 0, fmt.Errorf("%w: %d bytes at offset %d of filter %d, which has %d", ErrChunkTooBig, length, off, i, bytesOf(i))
 	}
 	return i, off, nil
 }
 
 // infoOf computes BF.INFO from the links.
-func (c *rbChain) infoOf(n int, link func(i int) (*rbParams, uint64)) RedisBloomInfo {
-	in := RedisBloomInfo{Filters: uint64(n), Size: rbChainStructSize, Expansion: c.growth, NonScaling: c.nonScaling()}
+func (c *bfChain) infoOf(n int, link func(i int) (*bfParams, uint64)) Info {
+	in := Info{Filters: uint64(n), Size: bfChainStructSize, Expansion: c.growth, NonScaling: c.nonScaling()}
 	for i := range n {
 		p, items := link(i)
 		in.Capacity += p.entries
-		in.Size += rbLinkStructSize + p.bytes
+		in.Size += bfLinkStructSize + p.bytes
 		in.Items += items
 	}
 	return in

@@ -1,4 +1,4 @@
-package ohbloom
+package redisbloom
 
 import (
 	"errors"
@@ -26,23 +26,23 @@ import (
 // with it for every filter, and a mismatch would need glibc's own rounding
 // error to hit, for the one new error rate of a growth step.
 
-// rbLn2 and rbLn2Squared are the constants of bloom.c, which are not the
+// bfLn2 and bfLn2Squared are the constants of bloom.c, which are not the
 // nearest doubles to ln 2 and ln² 2; the sizing depends on their exact values.
 const (
-	rbLn2        = 0.693147180559945
-	rbLn2Squared = 0.480453013918201
+	bfLn2        = 0.693147180559945
+	bfLn2Squared = 0.480453013918201
 )
 
-// rbMaxLinkBytes bounds one filter: positions are computed in uint64 with
+// bfMaxLinkBytes bounds one filter: positions are computed in uint64 with
 // one carry, which needs bits < 2^63.
-const rbMaxLinkBytes = 1 << 59
+const bfMaxLinkBytes = 1 << 59
 
-// errRBSize is wrapped by sizing errors.
-var errRBSize = errors.New("RedisBloom cannot size such a filter")
+// errBFSize is wrapped by sizing errors.
+var errBFSize = errors.New("RedisBloom cannot size such a filter")
 
-// rbParams are the fields of one filter of a chain that its dump header
+// bfParams are the fields of one filter of a chain that its dump header
 // records (RedisBloom's struct bloom), and what the probes derive from them.
-type rbParams struct {
+type bfParams struct {
 	bytes   uint64
 	bits    uint64
 	entries uint64
@@ -56,7 +56,7 @@ type rbParams struct {
 }
 
 // derive sets mod and wrap from n2 and bits.
-func (p *rbParams) derive() {
+func (p *bfParams) derive() {
 	if p.n2 > 0 {
 		p.mod, p.wrap = 1<<p.n2, 0
 	} else {
@@ -66,53 +66,53 @@ func (p *rbParams) derive() {
 }
 
 // words returns how many 64-bit words hold the filter's bytes.
-func (p *rbParams) words() uint64 { return (p.bytes + 7) / 8 }
+func (p *bfParams) words() uint64 { return (p.bytes + 7) / 8 }
 
-// rbBitsPerEntry is bloom.c's calc_bpe.
-func rbBitsPerEntry(e float64) float64 {
-	bpe := -(lnCorrectlyRounded(e) / rbLn2Squared)
+// bfBitsPerEntry is bloom.c's calc_bpe.
+func bfBitsPerEntry(e float64) float64 {
+	bpe := -(lnCorrectlyRounded(e) / bfLn2Squared)
 	if bpe < 0 {
 		bpe = -bpe
 	}
 	return bpe
 }
 
-// rbHashes is the number of hashes bloom_init gives bpe: (int)ceil(LN2·bpe).
-func rbHashes(bpe float64) (uint32, bool) {
-	h := math.Ceil(rbLn2 * bpe)
+// bfHashes is the number of hashes bloom_init gives bpe: (int)ceil(LN2·bpe).
+func bfHashes(bpe float64) (uint32, bool) {
+	h := math.Ceil(bfLn2 * bpe)
 	if !(h >= 0 && h <= math.MaxInt32) {
 		return 0, false
 	}
 	return uint32(h), true
 }
 
-// rbInit is bloom_init: the filter for entries items at error rate e with
+// bfInit is bloom_init: the filter for entries items at error rate e with
 // the chain's options. It refuses what bloom_init refuses, and the corners
 // where bloom_init's C is undefined (a shift by 64 or more, a negative
 // double converted to an unsigned type), where no real RedisBloom filter
 // lies.
-func rbInit(entries uint64, e float64, options uint32) (rbParams, error) {
+func bfInit(entries uint64, e float64, options uint32) (bfParams, error) {
 	if entries < 1 || !(e > 0 && e < 1) {
-		return rbParams{}, fmt.Errorf("%w: %d entries at error rate %v", errRBSize, entries, e)
+		return bfParams{}, fmt.Errorf("%w: %d entries at error rate %v", errBFSize, entries, e)
 	}
-	p := rbParams{errRate: e, entries: entries, bpe: rbBitsPerEntry(e)}
+	p := bfParams{errRate: e, entries: entries, bpe: bfBitsPerEntry(e)}
 	var bits uint64
 	switch {
-	case options&RedisBloomEntriesAreBits != 0:
+	case options&EntriesAreBits != 0:
 		if entries >= 64 {
-			return rbParams{}, fmt.Errorf("%w: 2^%d bits", errRBSize, entries)
+			return bfParams{}, fmt.Errorf("%w: 2^%d bits", errBFSize, entries)
 		}
 		p.n2 = uint8(entries)
 		bits = 1 << p.n2
 		fe := float64(bits) / p.bpe
 		if !(fe < 1<<64) {
-			return rbParams{}, fmt.Errorf("%w: %v entries", errRBSize, fe)
+			return bfParams{}, fmt.Errorf("%w: %v entries", errBFSize, fe)
 		}
 		p.entries = uint64(fe)
-	case options&RedisBloomNoRound != 0:
+	case options&NoRound != 0:
 		fb := float64(entries) * p.bpe
-		if !(fb < rbMaxLinkBytes*8) {
-			return rbParams{}, fmt.Errorf("%w: %.0f bits", errRBSize, fb)
+		if !(fb < bfMaxLinkBytes*8) {
+			return bfParams{}, fmt.Errorf("%w: %.0f bits", errBFSize, fb)
 		}
 		if bits = uint64(fb); bits == 0 {
 			bits = 1
@@ -123,7 +123,7 @@ func rbInit(entries uint64, e float64, options uint32) (rbParams, error) {
 		// bloom_init refuses bn2 > 63; bn2 = 63 would shift by 64 and bn2
 		// below −1 would store a negative n2, both undefined in C.
 		if !(bn2 >= -1 && bn2 < 62) {
-			return rbParams{}, fmt.Errorf("%w: %v bits", errRBSize, fb)
+			return bfParams{}, fmt.Errorf("%w: %v bits", errBFSize, fb)
 		}
 		p.n2 = uint8(bn2 + 1)
 		bits = 1 << p.n2
@@ -136,13 +136,13 @@ func rbInit(entries uint64, e float64, options uint32) (rbParams, error) {
 		p.bytes = bits / 8
 	}
 	p.bits = p.bytes * 8
-	h, ok := rbHashes(p.bpe)
+	h, ok := bfHashes(p.bpe)
 	if !ok {
-		return rbParams{}, fmt.Errorf("%w: %v bits per entry", errRBSize, p.bpe)
+		return bfParams{}, fmt.Errorf("%w: %v bits per entry", errBFSize, p.bpe)
 	}
 	p.hashes = h
-	if p.bytes > rbMaxLinkBytes {
-		return rbParams{}, fmt.Errorf("%w: %d bytes", errRBSize, p.bytes)
+	if p.bytes > bfMaxLinkBytes {
+		return bfParams{}, fmt.Errorf("%w: %d bytes", errBFSize, p.bytes)
 	}
 	p.derive()
 	return p, nil

@@ -1,14 +1,17 @@
-package ohbloom
+package redisbloom
 
 import (
 	"fmt"
 	"testing"
+
+	"github.com/ohbloom/ohbloom"
+	"github.com/ohbloom/ohbloom/internal/testkeys"
 )
 
 // BenchmarkRedisBloom compares the RedisBloom chains with a ClassicFilter
 // of the same bits and hashes (its first filter's), so that the difference
 // is the code: RedisBloom's two MurmurHash64A passes and modulo positions
-// against bits-and-blooms' MurmurHash3 pair. Keys are benchKey's 16 bytes;
+// against bits-and-blooms' MurmurHash3 pair. Keys are testkeys.Key16's;
 // the filters hold n keys, add re-adds them, test-miss asks for others,
 // add-new adds distinct keys to an empty filter reserved for 2^24.
 func BenchmarkRedisBloom(b *testing.B) {
@@ -21,20 +24,20 @@ func BenchmarkRedisBloom(b *testing.B) {
 }
 
 func benchRedisBloom(b *testing.B, n uint64) {
-	c := RedisBloomConfig{Capacity: n, ErrorRate: 0.01, Expansion: 2}
-	plain, err := NewRedisBloom(c)
+	c := Config{Capacity: n, ErrorRate: 0.01, Expansion: 2}
+	plain, err := New(c)
 	if err != nil {
 		b.Fatal(err)
 	}
-	atomic, _ := NewAtomicRedisBloom(c)
+	atomic, _ := NewAtomic(c)
 	link := plain.Link(0)
-	classic, _ := NewClassic(BitsAndBlooms, link.Bits, uint64(link.Hashes))
-	big := RedisBloomConfig{Capacity: 1 << 24, ErrorRate: 0.01, Expansion: 2}
-	bigChain, _ := NewRedisBloom(big)
+	classic, _ := ohbloom.NewClassic(ohbloom.BitsAndBlooms, link.Bits, uint64(link.Hashes))
+	big := Config{Capacity: 1 << 24, ErrorRate: 0.01, Expansion: 2}
+	bigChain, _ := New(big)
 	bigLink := bigChain.Link(0)
 	var buf [16]byte
 	for i := range n {
-		k := benchKey(&buf, i)
+		k := testkeys.Key16(&buf, i)
 		plain.Add(k)
 		atomic.Add(k)
 		classic.Add(k)
@@ -46,15 +49,15 @@ func benchRedisBloom(b *testing.B, n uint64) {
 		fresh func() func([]byte)
 	}{
 		{"redisbloom", func(k []byte) { plain.Add(k) }, plain.Test, func() func([]byte) {
-			f, _ := NewRedisBloom(big)
+			f, _ := New(big)
 			return func(k []byte) { f.Add(k) }
 		}},
 		{"redisbloom-atomic", func(k []byte) { atomic.Add(k) }, atomic.Test, func() func([]byte) {
-			f, _ := NewAtomicRedisBloom(big)
+			f, _ := NewAtomic(big)
 			return func(k []byte) { f.Add(k) }
 		}},
 		{"classic", classic.Add, classic.Test, func() func([]byte) {
-			f, _ := NewClassic(BitsAndBlooms, bigLink.Bits, uint64(bigLink.Hashes))
+			f, _ := ohbloom.NewClassic(ohbloom.BitsAndBlooms, bigLink.Bits, uint64(bigLink.Hashes))
 			return f.Add
 		}},
 	} {
@@ -65,7 +68,7 @@ func benchRedisBloom(b *testing.B, n uint64) {
 			add := s.fresh()
 			i := uint64(0)
 			for b.Loop() {
-				add(benchKey(&buf, i))
+				add(testkeys.Key16(&buf, i))
 				i++
 			}
 		})
@@ -73,7 +76,7 @@ func benchRedisBloom(b *testing.B, n uint64) {
 			b.ReportAllocs()
 			i := uint64(0)
 			for b.Loop() {
-				s.add(benchKey(&buf, i%n))
+				s.add(testkeys.Key16(&buf, i%n))
 				i++
 			}
 		})
@@ -81,7 +84,7 @@ func benchRedisBloom(b *testing.B, n uint64) {
 			b.ReportAllocs()
 			i, hits := uint64(0), 0
 			for b.Loop() {
-				if s.test(benchKey(&buf, i%n)) {
+				if s.test(testkeys.Key16(&buf, i%n)) {
 					hits++
 				}
 				i++
@@ -94,7 +97,7 @@ func benchRedisBloom(b *testing.B, n uint64) {
 			b.ReportAllocs()
 			i := uint64(0)
 			for b.Loop() {
-				s.test(benchKey(&buf, n+i))
+				s.test(testkeys.Key16(&buf, n+i))
 				i++
 			}
 		})

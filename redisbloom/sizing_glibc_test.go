@@ -1,4 +1,4 @@
-package ohbloom
+package redisbloom
 
 import (
 	"bufio"
@@ -80,9 +80,9 @@ func TestRedisBloomSizingAgainstGlibc(t *testing.T) {
 		if len(qs)%4 == 0 {
 			e = []float64{0.01, 0.001, 0.05, 0.1, 0.0001, 0.2}[r.IntN(6)] * math.Ldexp(1, -r.IntN(20))
 		}
-		q := query{uint64(1 + r.IntN(1<<r.IntN(30))), e, RedisBloomForce64 | RedisBloomNoRound}
+		q := query{uint64(1 + r.IntN(1<<r.IntN(30))), e, Force64 | NoRound}
 		if r.IntN(4) == 0 {
-			q.options = RedisBloomForce64
+			q.options = Force64
 		}
 		if e >= 1 {
 			continue
@@ -103,7 +103,7 @@ func TestRedisBloomSizingAgainstGlibc(t *testing.T) {
 		var hashes uint32
 		var bits, bytes, entries uint64
 		fmt.Sscanf(sc.Text(), "%x %d %d %d %d", &bpeBits, &hashes, &bits, &bytes, &entries)
-		p, err := rbInit(qs[i].entries, qs[i].e, qs[i].options)
+		p, err := bfInit(qs[i].entries, qs[i].e, qs[i].options)
 		if err != nil {
 			t.Fatalf("%+v: %v", qs[i], err)
 		}

@@ -1,4 +1,4 @@
-package ohbloom
+package redisbloom
 
 import (
 	"bytes"
@@ -6,44 +6,46 @@ import (
 	"errors"
 	"slices"
 	"testing"
+
+	"github.com/ohbloom/ohbloom"
 )
 
-// fuzzRBLimit keeps the chains the fuzzer makes small.
-const fuzzRBLimit = 1 << 20
+// fuzzBFLimit keeps the chains the fuzzer makes small.
+const fuzzBFLimit = 1 << 20
 
-// FuzzRedisBloomHeader feeds BF.LOADCHUNK's two paths hostile bytes: a
+// FuzzHeader feeds BF.LOADCHUNK's two paths hostile bytes: a
 // header chunk, then one data chunk at any iterator, then an add and a
 // test. Never a panic; every refusal is RedisBloom's (bad data, no link,
 // too big); an accepted header dumps back as it came (less a legacy hash
 // configuration); an accepted chunk is where its iterator says; an added
 // item tests present.
-func FuzzRedisBloomHeader(f *testing.F) {
-	for _, g := range loadRBGolden(f) {
-		for _, s := range []*rbGoldenState{&g.rbGoldenState, &g.AfterMore.rbGoldenState} {
+func FuzzHeader(f *testing.F) {
+	for _, g := range loadBFGolden(f) {
+		for _, s := range []*bfGoldenState{&g.bfGoldenState, &g.AfterMore.bfGoldenState} {
 			c := s.Chunks[min(1, len(s.Chunks)-1)]
 			f.Add(s.Chunks[0].Data, c.Iterator, c.Data[:min(len(c.Data), 64)])
 		}
 	}
-	small, _ := NewRedisBloom(RedisBloomConfig{Capacity: 10, ErrorRate: 0.1, Expansion: 1})
+	small, _ := New(Config{Capacity: 10, ErrorRate: 0.1, Expansion: 1})
 	_, h := small.ScanDump(0, nil)
 	f.Add(h, int64(5), []byte{1, 2, 3, 4})
 	f.Add(binary.LittleEndian.AppendUint64(binary.LittleEndian.AppendUint64(bytes.Clone(h), 1), 99), int64(1), []byte{})
 	f.Add(h[:19], int64(0), []byte(nil))
 	f.Fuzz(func(t *testing.T, header []byte, iter int64, chunk []byte) {
-		c, err := NewRedisBloomFromHeader(header, fuzzRBLimit)
+		c, err := NewFromHeader(header, fuzzBFLimit)
 		if err != nil {
-			if !errors.Is(err, ErrRedisBloomBadData) {
+			if !errors.Is(err, ErrBadData) {
 				t.Fatalf("header refused with %v", err)
 			}
 			return
 		}
 		if next, again := c.ScanDump(0, nil); next != 1 || !bytes.Equal(again, header) &&
-			!bytes.Equal(again, header[:max(0, len(header)-rbHashConfigSize)]) {
+			!bytes.Equal(again, header[:max(0, len(header)-bfHashConfigSize)]) {
 			t.Fatal("the header dumps back differently")
 		}
 		err = c.LoadChunk(iter, chunk)
 		if err != nil {
-			if !slices.ContainsFunc([]error{ErrRedisBloomBadData, ErrRedisBloomNoLink, ErrRedisBloomChunkTooBig},
+			if !slices.ContainsFunc([]error{ErrBadData, ErrNoLink, ErrChunkTooBig},
 				func(e error) bool { return errors.Is(err, e) }) {
 				t.Fatalf("chunk refused with %v", err)
 			}
@@ -59,33 +61,33 @@ func FuzzRedisBloomHeader(f *testing.F) {
 		}
 		if _, err := c.Add([]byte("fuzz")); err == nil && !c.Test([]byte("fuzz")) {
 			t.Fatal("an added item tests absent")
-		} else if err != nil && !errors.Is(err, ErrRedisBloomFull) && !errors.Is(err, ErrRedisBloomCannotGrow) {
+		} else if err != nil && !errors.Is(err, ErrFull) && !errors.Is(err, ErrCannotGrow) {
 			t.Fatalf("add refused with %v", err)
 		}
 	})
 }
 
-// FuzzRedisBloomUnmarshal: UnmarshalBinary and ReadFrom never panic,
+// FuzzUnmarshal: UnmarshalBinary and ReadFrom never panic,
 // refuse with a sentinel, agree with each other, and a decoded chain
 // encodes back to the same bytes.
-func FuzzRedisBloomUnmarshal(f *testing.F) {
-	for _, g := range loadRBGolden(f) {
-		c := rbChainFromDump(f, &g.rbGoldenState)
+func FuzzUnmarshal(f *testing.F) {
+	for _, g := range loadBFGolden(f) {
+		c := bfChainFromDump(f, &g.bfGoldenState)
 		data, _ := c.MarshalBinary()
 		if len(data) < 4096 {
 			f.Add(data)
 			f.Add(data[:len(data)-1])
 		}
 	}
-	f.Add([]byte(rbMagic))
+	f.Add([]byte(bfMagic))
 	f.Add([]byte{})
 	f.Fuzz(func(t *testing.T, data []byte) {
-		var u RedisBloomFilter
+		var u Filter
 		errU := u.UnmarshalBinary(data)
-		var r AtomicRedisBloomFilter
+		var r AtomicFilter
 		n, errR := r.ReadFrom(bytes.NewReader(data))
 		if errU != nil {
-			if !slices.ContainsFunc([]error{ErrNotFilter, ErrVersion, ErrChecksum, ErrTruncated, ErrCorrupt, ErrRedisBloomBadData},
+			if !slices.ContainsFunc([]error{ohbloom.ErrNotFilter, ohbloom.ErrVersion, ohbloom.ErrChecksum, ohbloom.ErrTruncated, ohbloom.ErrCorrupt, ErrBadData},
 				func(e error) bool { return errors.Is(errU, e) }) {
 				t.Fatalf("refused with %v", errU)
 			}

@@ -1,4 +1,4 @@
-package ohbloom
+package redisbloom
 
 import (
 	"encoding/binary"
@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/ohbloom/ohbloom"
 	"github.com/ohbloom/ohbloom/internal/stream"
 	"github.com/zeebo/xxh3"
 )
@@ -16,17 +17,18 @@ import (
 // wrote them), so that the chain dumps back as it came; the ohbloom
 // header's fields (seed, partitions, block count) would all be unused; and
 // nobody maps such a chain from a file to probe it in place. The format is
-// on RedisBloomFilter.MarshalBinary.
+// on Filter.MarshalBinary.
 const (
-	rbMagic       = "OHRBCHN\x01"
-	rbFrameHeader = 12
+	bfMagic       = "OHRBCHN\x01"
+	bfFrameHeader = 12 // the magic and the header chunk's length
+	trailerSize   = 8  // the checksum
 )
 
-// marshalRB encodes a chain in the format above.
-func marshalRB(c *rbChain, n int, link func(int) (*rbParams, uint64), words func(int) []uint64) []byte {
-	out := append([]byte(rbMagic), 0, 0, 0, 0)
-	out = encodeRBHeader(out, c, n, link)
-	binary.LittleEndian.PutUint32(out[8:], uint32(len(out)-rbFrameHeader))
+// marshalBF encodes a chain in the format above.
+func marshalBF(c *bfChain, n int, link func(int) (*bfParams, uint64), words func(int) []uint64) []byte {
+	out := append([]byte(bfMagic), 0, 0, 0, 0)
+	out = encodeBFHeader(out, c, n, link)
+	binary.LittleEndian.PutUint32(out[8:], uint32(len(out)-bfFrameHeader))
 	for i := range n {
 		p, _ := link(i)
 		out = appendWordBytes(out, words(i), 0, p.bytes)
@@ -34,8 +36,8 @@ func marshalRB(c *rbChain, n int, link func(int) (*rbParams, uint64), words func
 	return binary.LittleEndian.AppendUint64(out, xxh3.Hash(out))
 }
 
-// writeRB streams a chain in the format above, one 64 KiB piece at a time.
-func writeRB(w io.Writer, c *rbChain, n int, link func(int) (*rbParams, uint64), words func(int) []uint64) (int64, error) {
+// writeBF streams a chain in the format above, one 64 KiB piece at a time.
+func writeBF(w io.Writer, c *bfChain, n int, link func(int) (*bfParams, uint64), words func(int) []uint64) (int64, error) {
 	sum := xxh3.New()
 	var written int64
 	put := func(b []byte) error {
@@ -44,9 +46,9 @@ func writeRB(w io.Writer, c *rbChain, n int, link func(int) (*rbParams, uint64),
 		written += int64(k)
 		return err
 	}
-	head := append([]byte(rbMagic), 0, 0, 0, 0)
-	head = encodeRBHeader(head, c, n, link)
-	binary.LittleEndian.PutUint32(head[8:], uint32(len(head)-rbFrameHeader))
+	head := append([]byte(bfMagic), 0, 0, 0, 0)
+	head = encodeBFHeader(head, c, n, link)
+	binary.LittleEndian.PutUint32(head[8:], uint32(len(head)-bfFrameHeader))
 	if err := put(head); err != nil {
 		return written, err
 	}
@@ -67,45 +69,45 @@ func writeRB(w io.Writer, c *rbChain, n int, link func(int) (*rbParams, uint64),
 	return written + int64(k), err
 }
 
-// checkRBFrame checks the magic and version.
-func checkRBFrame(b []byte) error {
-	if n := min(len(b), len(rbMagic)-1); string(b[:n]) != rbMagic[:n] {
-		return fmt.Errorf("%w: not a RedisBloom chain, starts with %q", ErrNotFilter, b[:n])
+// checkBFFrame checks the magic and version.
+func checkBFFrame(b []byte) error {
+	if n := min(len(b), len(bfMagic)-1); string(b[:n]) != bfMagic[:n] {
+		return fmt.Errorf("%w: not a RedisBloom chain, starts with %q", ohbloom.ErrNotFilter, b[:n])
 	}
-	if len(b) < len(rbMagic) {
-		return fmt.Errorf("%w: %d bytes", ErrTruncated, len(b))
+	if len(b) < len(bfMagic) {
+		return fmt.Errorf("%w: %d bytes", ohbloom.ErrTruncated, len(b))
 	}
-	if v := b[len(rbMagic)-1]; v != rbMagic[len(rbMagic)-1] {
-		return fmt.Errorf("%w: RedisBloom chain version %d, this build reads 1", ErrVersion, v)
+	if v := b[len(bfMagic)-1]; v != bfMagic[len(bfMagic)-1] {
+		return fmt.Errorf("%w: RedisBloom chain version %d, this build reads 1", ohbloom.ErrVersion, v)
 	}
 	return nil
 }
 
-// unmarshalRB decodes a chain from exactly its encoding. Everything it
+// unmarshalBF decodes a chain from exactly its encoding. Everything it
 // allocates is paid for by data's length, which is checked against the
 // header before any filter's words are made.
-func unmarshalRB(data []byte) (rbHeader, [][]uint64, error) {
-	if err := checkRBFrame(data); err != nil {
-		return rbHeader{}, nil, err
+func unmarshalBF(data []byte) (bfHeader, [][]uint64, error) {
+	if err := checkBFFrame(data); err != nil {
+		return bfHeader{}, nil, err
 	}
-	if len(data) < rbFrameHeader+trailerSize {
-		return rbHeader{}, nil, fmt.Errorf("%w: %d bytes", ErrTruncated, len(data))
+	if len(data) < bfFrameHeader+trailerSize {
+		return bfHeader{}, nil, fmt.Errorf("%w: %d bytes", ohbloom.ErrTruncated, len(data))
 	}
 	body := data[:len(data)-trailerSize]
 	if got, rec := xxh3.Hash(body), binary.LittleEndian.Uint64(data[len(body):]); got != rec {
-		return rbHeader{}, nil, fmt.Errorf("%w: data hashes to %#x, recorded %#x", ErrChecksum, got, rec)
+		return bfHeader{}, nil, fmt.Errorf("%w: data hashes to %#x, recorded %#x", ohbloom.ErrChecksum, got, rec)
 	}
 	hlen := uint64(binary.LittleEndian.Uint32(data[8:]))
-	if hlen > uint64(len(body)-rbFrameHeader) {
-		return rbHeader{}, nil, fmt.Errorf("%w: a header of %d bytes in %d", ErrCorrupt, hlen, len(data))
+	if hlen > uint64(len(body)-bfFrameHeader) {
+		return bfHeader{}, nil, fmt.Errorf("%w: a header of %d bytes in %d", ohbloom.ErrCorrupt, hlen, len(data))
 	}
-	h, err := decodeRBHeader(body[rbFrameHeader:rbFrameHeader+hlen], 0)
+	h, err := decodeBFHeader(body[bfFrameHeader:bfFrameHeader+hlen], 0)
 	if err != nil {
-		return rbHeader{}, nil, err
+		return bfHeader{}, nil, err
 	}
-	bits := body[rbFrameHeader+hlen:]
+	bits := body[bfFrameHeader+hlen:]
 	if h.total != uint64(len(bits)) {
-		return rbHeader{}, nil, fmt.Errorf("%w: %d bytes of filters, the header announces %d", ErrCorrupt, len(bits), h.total)
+		return bfHeader{}, nil, fmt.Errorf("%w: %d bytes of filters, the header announces %d", ohbloom.ErrCorrupt, len(bits), h.total)
 	}
 	words := make([][]uint64, len(h.params))
 	for i := range h.params {
@@ -134,45 +136,45 @@ func decodeLE(words []uint64, src []byte) {
 	}
 }
 
-// readRB reads exactly one encoded chain from r. Its memory grows with the
+// readBF reads exactly one encoded chain from r. Its memory grows with the
 // bytes that arrive (see stream.NextAlloc), never with what the header
 // claims.
-func readRB(r io.Reader) (rbHeader, [][]uint64, int64, error) {
-	in := &stream.Reader{R: r, Short: ErrTruncated}
+func readBF(r io.Reader) (bfHeader, [][]uint64, int64, error) {
+	in := &stream.Reader{R: r, Short: ohbloom.ErrTruncated}
 	sum := xxh3.New()
 	fill := func(b []byte) error {
 		err := in.Fill(b)
 		sum.Write(b)
 		return err
 	}
-	var frame [rbFrameHeader]byte
+	var frame [bfFrameHeader]byte
 	if err := fill(frame[:]); err != nil {
-		if errors.Is(err, ErrTruncated) {
-			if ferr := checkRBFrame(frame[:in.N]); ferr != nil {
-				return rbHeader{}, nil, in.N, ferr
+		if errors.Is(err, ohbloom.ErrTruncated) {
+			if ferr := checkBFFrame(frame[:in.N]); ferr != nil {
+				return bfHeader{}, nil, in.N, ferr
 			}
 		}
-		return rbHeader{}, nil, in.N, err
+		return bfHeader{}, nil, in.N, err
 	}
-	if err := checkRBFrame(frame[:]); err != nil {
-		return rbHeader{}, nil, in.N, err
+	if err := checkBFFrame(frame[:]); err != nil {
+		return bfHeader{}, nil, in.N, err
 	}
 	hlen := uint64(binary.LittleEndian.Uint32(frame[8:]))
-	if hlen < rbChainHeaderSize {
-		return rbHeader{}, nil, in.N, fmt.Errorf("%w: %w: a header of %d bytes", ErrCorrupt, ErrRedisBloomBadData, hlen)
+	if hlen < bfChainHeaderSize {
+		return bfHeader{}, nil, in.N, fmt.Errorf("%w: %w: a header of %d bytes", ohbloom.ErrCorrupt, ErrBadData, hlen)
 	}
 	var header []byte
 	for done := uint64(0); done < hlen; {
 		k := min(stream.Chunk, hlen-done)
 		header = append(header, make([]byte, k)...)
 		if err := fill(header[done:]); err != nil {
-			return rbHeader{}, nil, in.N, err
+			return bfHeader{}, nil, in.N, err
 		}
 		done += k
 	}
-	h, err := decodeRBHeader(header, 0)
+	h, err := decodeBFHeader(header, 0)
 	if err != nil {
-		return rbHeader{}, nil, in.N, err
+		return bfHeader{}, nil, in.N, err
 	}
 	words := make([][]uint64, len(h.params))
 	buf := make([]byte, stream.Chunk)
@@ -187,7 +189,7 @@ func readRB(r io.Reader) (rbHeader, [][]uint64, int64, error) {
 			}
 			k := min(stream.Chunk, p.bytes-off, uint64(len(words[i]))*8-off)
 			if err := fill(buf[:k]); err != nil {
-				return rbHeader{}, nil, in.N, err
+				return bfHeader{}, nil, in.N, err
 			}
 			decodeLE(words[i][off/8:(off+k+7)/8], buf[:k])
 			off += k
@@ -195,15 +197,15 @@ func readRB(r io.Reader) (rbHeader, [][]uint64, int64, error) {
 	}
 	var tail [trailerSize]byte
 	if err := in.Fill(tail[:]); err != nil {
-		return rbHeader{}, nil, in.N, err
+		return bfHeader{}, nil, in.N, err
 	}
 	if got, rec := sum.Sum64(), binary.LittleEndian.Uint64(tail[:]); got != rec {
-		return rbHeader{}, nil, in.N, fmt.Errorf("%w: data hashes to %#x, recorded %#x", ErrChecksum, got, rec)
+		return bfHeader{}, nil, in.N, fmt.Errorf("%w: data hashes to %#x, recorded %#x", ohbloom.ErrChecksum, got, rec)
 	}
 	return h, words, in.N, nil
 }
 
-func (f *RedisBloomFilter) words(i int) []uint64 { return f.links[i].words }
+func (f *Filter) words(i int) []uint64 { return f.links[i].words }
 
 // MarshalBinary encodes the chain for storage: its header chunk and its
 // filters' bytes, framed with a magic, a length and a checksum, so that a
@@ -217,22 +219,22 @@ func (f *RedisBloomFilter) words(i int) []uint64 { return f.links[i].words }
 //	  12+H     Σ  every filter's bytes, oldest first: the data chunks'
 //	              bytes concatenated (Σ = the sum of the header's bytes fields)
 //	12+H+Σ     8  XXH3_64bits (seed 0) of every byte before it
-func (f *RedisBloomFilter) MarshalBinary() ([]byte, error) {
-	return marshalRB(&f.rbChain, len(f.links), f.link, f.words), nil
+func (f *Filter) MarshalBinary() ([]byte, error) {
+	return marshalBF(&f.bfChain, len(f.links), f.link, f.words), nil
 }
 
 // WriteTo writes MarshalBinary's bytes to w, streaming.
-func (f *RedisBloomFilter) WriteTo(w io.Writer) (int64, error) {
-	return writeRB(w, &f.rbChain, len(f.links), f.link, f.words)
+func (f *Filter) WriteTo(w io.Writer) (int64, error) {
+	return writeBF(w, &f.bfChain, len(f.links), f.link, f.words)
 }
 
 // UnmarshalBinary replaces f with the chain encoded in data, which must be
 // exactly one MarshalBinary encoding. On error f is unchanged. Its byte
 // limit becomes the machine's memory (see SetMaxBytes).
-func (f *RedisBloomFilter) UnmarshalBinary(data []byte) error {
-	h, words, err := unmarshalRB(data)
+func (f *Filter) UnmarshalBinary(data []byte) error {
+	h, words, err := unmarshalBF(data)
 	if err == nil {
-		*f = *newRBFrom(h, words)
+		*f = *newBFFrom(h, words)
 	}
 	return err
 }
@@ -241,59 +243,59 @@ func (f *RedisBloomFilter) UnmarshalBinary(data []byte) error {
 // encoding, and returns how many bytes it read. Its memory grows with the
 // bytes that arrive, never with what the header claims. On error f is
 // unchanged.
-func (f *RedisBloomFilter) ReadFrom(r io.Reader) (int64, error) {
-	h, words, n, err := readRB(r)
+func (f *Filter) ReadFrom(r io.Reader) (int64, error) {
+	h, words, n, err := readBF(r)
 	if err == nil {
-		*f = *newRBFrom(h, words)
+		*f = *newBFFrom(h, words)
 	}
 	return n, err
 }
 
-func newRBFrom(h rbHeader, words [][]uint64) *RedisBloomFilter {
-	f := &RedisBloomFilter{rbChain: h.rbChain, links: make([]rbLink, len(h.params))}
+func newBFFrom(h bfHeader, words [][]uint64) *Filter {
+	f := &Filter{bfChain: h.bfChain, links: make([]bfLink, len(h.params))}
 	for i := range f.links {
-		f.links[i] = rbLink{rbParams: h.params[i], items: h.items[i], words: words[i]}
+		f.links[i] = bfLink{bfParams: h.params[i], items: h.items[i], words: words[i]}
 	}
 	return f
 }
 
-// MarshalBinary is RedisBloomFilter.MarshalBinary. During concurrent adds
+// MarshalBinary is Filter.MarshalBinary. During concurrent adds
 // it holds some of them and not others, and is consistent either way.
-func (f *AtomicRedisBloomFilter) MarshalBinary() ([]byte, error) {
+func (f *AtomicFilter) MarshalBinary() ([]byte, error) {
 	links := *f.links.Load()
 	link, _ := linksOf(links)
-	return marshalRB(&f.rbChain, len(links), link, func(i int) []uint64 { return links[i].loadWords() }), nil
+	return marshalBF(&f.bfChain, len(links), link, func(i int) []uint64 { return links[i].loadWords() }), nil
 }
 
-// WriteTo is RedisBloomFilter.WriteTo.
-func (f *AtomicRedisBloomFilter) WriteTo(w io.Writer) (int64, error) {
+// WriteTo is Filter.WriteTo.
+func (f *AtomicFilter) WriteTo(w io.Writer) (int64, error) {
 	links := *f.links.Load()
 	link, _ := linksOf(links)
-	return writeRB(w, &f.rbChain, len(links), link, func(i int) []uint64 { return links[i].loadWords() })
+	return writeBF(w, &f.bfChain, len(links), link, func(i int) []uint64 { return links[i].loadWords() })
 }
 
-// UnmarshalBinary is RedisBloomFilter.UnmarshalBinary. It must not run
+// UnmarshalBinary is Filter.UnmarshalBinary. It must not run
 // concurrently with any other method.
-func (f *AtomicRedisBloomFilter) UnmarshalBinary(data []byte) error {
-	h, words, err := unmarshalRB(data)
+func (f *AtomicFilter) UnmarshalBinary(data []byte) error {
+	h, words, err := unmarshalBF(data)
 	if err == nil {
 		f.replace(h, words)
 	}
 	return err
 }
 
-// ReadFrom is RedisBloomFilter.ReadFrom. It must not run concurrently with
+// ReadFrom is Filter.ReadFrom. It must not run concurrently with
 // any other method.
-func (f *AtomicRedisBloomFilter) ReadFrom(r io.Reader) (int64, error) {
-	h, words, n, err := readRB(r)
+func (f *AtomicFilter) ReadFrom(r io.Reader) (int64, error) {
+	h, words, n, err := readBF(r)
 	if err == nil {
 		f.replace(h, words)
 	}
 	return n, err
 }
 
-func (f *AtomicRedisBloomFilter) replace(h rbHeader, words [][]uint64) {
-	g := newAtomicRBFrom(h, words)
-	f.rbChain = g.rbChain
+func (f *AtomicFilter) replace(h bfHeader, words [][]uint64) {
+	g := newAtomicBFFrom(h, words)
+	f.bfChain = g.bfChain
 	f.links.Store(g.links.Load())
 }

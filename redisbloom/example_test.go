@@ -1,15 +1,15 @@
-package ohbloom_test
+package redisbloom_test
 
 import (
 	"errors"
 	"fmt"
 
-	"github.com/ohbloom/ohbloom"
+	"github.com/ohbloom/ohbloom/redisbloom"
 )
 
-func ExampleNewRedisBloom() {
+func ExampleNew() {
 	// BF.RESERVE k 0.01 1000, then BF.ADD and BF.EXISTS.
-	f, err := ohbloom.NewRedisBloom(ohbloom.RedisBloomConfig{Capacity: 1000, ErrorRate: 0.01, Expansion: 2})
+	f, err := redisbloom.New(redisbloom.Config{Capacity: 1000, ErrorRate: 0.01, Expansion: 2})
 	if err != nil {
 		panic(err)
 	}
@@ -27,16 +27,16 @@ func ExampleNewRedisBloom() {
 	// Capacity 3000, Size 4664, Number of filters 2, Number of items inserted 1501, Expansion rate 2
 }
 
-func ExampleNewAtomicRedisBloomFromHeader() {
+func ExampleNewAtomicFromHeader() {
 	// A filter dumped from RedisBloom with BF.SCANDUMP (here made locally)
 	// is loaded chunk by chunk, as BF.LOADCHUNK does, into a chain that
 	// many goroutines may use at once, and dumped back.
-	source, _ := ohbloom.NewRedisBloom(ohbloom.RedisBloomConfig{Capacity: 100, ErrorRate: 0.01, Expansion: 2})
+	source, _ := redisbloom.New(redisbloom.Config{Capacity: 100, ErrorRate: 0.01, Expansion: 2})
 	for i := range 250 {
 		source.AddString(fmt.Sprint("item-", i))
 	}
 	iter, header := source.ScanDump(0, nil)
-	f, err := ohbloom.NewAtomicRedisBloomFromHeader(header, 0)
+	f, err := redisbloom.NewAtomicFromHeader(header, 0)
 	if err != nil {
 		panic(err)
 	}
@@ -54,7 +54,7 @@ func ExampleNewAtomicRedisBloomFromHeader() {
 	// 249 items: one of the 250 tested present when it was added (a false
 	// positive), so RedisBloom did not count it, and neither does the copy.
 	fmt.Println(f.TestString("item-7"), f.Info().Items)
-	if err := f.LoadChunk(99999, []byte{1}); errors.Is(err, ohbloom.ErrRedisBloomNoLink) {
+	if err := f.LoadChunk(99999, []byte{1}); errors.Is(err, redisbloom.ErrNoLink) {
 		fmt.Println("ERR invalid offset - no link found")
 	}
 	// Output:
