@@ -83,7 +83,7 @@
 //   - CountingFilter and AtomicCountingFilter keep 4-bit counters, so that
 //     keys can be removed, at four times the memory or more
 //     (docs/how-it-works.md).
-//   - ClassicFilter reads, answers and writes the filters of
+//   - Package classic reads, answers and writes the filters of
 //     bits-and-blooms/bloom/v3 and Guava bit for bit.
 //   - Package redisbloom holds RedisBloom's scalable filter, bit for bit,
 //     loaded from and dumped to its BF.SCANDUMP chunks.

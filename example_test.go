@@ -138,24 +138,6 @@ func ExampleNewScalable() {
 	// Output: 7 true
 }
 
-func ExampleReadClassic() {
-	// A filter written by Guava's BloomFilter.writeTo (here built in Go,
-	// byte for byte what Guava writes) is read and queried as Guava would.
-	g, _ := ohbloom.NewClassicWithEstimates(ohbloom.GuavaMurmur128Mitz64, 5_000_000, 0.01)
-	fmt.Println(g.Cap(), g.K())
-	g.AddString("from java")
-	data, _ := g.MarshalBinary()
-
-	f, _, err := ohbloom.ReadClassic(bytes.NewReader(data), ohbloom.GuavaMurmur128Mitz64)
-	if err != nil {
-		panic(err)
-	}
-	fmt.Println(f.TestString("from java"), f.TestString("from go"))
-	// Output:
-	// 47925312 7
-	// true false
-}
-
 // A Layout places keys without holding the bits, so the bits can live
 // elsewhere: here a map of encoded blocks stands in for a remote store, and
 // only the one block a key needs is read.

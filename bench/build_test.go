@@ -15,6 +15,7 @@ import (
 
 	bloom "github.com/bits-and-blooms/bloom/v3"
 	"github.com/ohbloom/ohbloom"
+	"github.com/ohbloom/ohbloom/classic"
 	"github.com/zeebo/xxh3"
 )
 
@@ -78,7 +79,7 @@ var builders = []builder{
 		return f.Test
 	}},
 	{"classic-guava", true, func(n int, keys Keys, _ [][]byte, _ *liveStreams) func([]byte) bool {
-		f, err := ohbloom.NewClassicWithEstimates(ohbloom.GuavaMurmur128Mitz64, uint64(n), 0.01)
+		f, err := classic.NewWithEstimates(classic.Guava, uint64(n), 0.01)
 		if err != nil {
 			panic(err)
 		}

@@ -4,11 +4,11 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/ohbloom/ohbloom"
+	"github.com/ohbloom/ohbloom/classic"
 	"github.com/ohbloom/ohbloom/internal/testkeys"
 )
 
-// BenchmarkRedisBloom compares the RedisBloom chains with a ClassicFilter
+// BenchmarkRedisBloom compares the RedisBloom chains with a classic.Filter
 // of the same bits and hashes (its first filter's), so that the difference
 // is the code: RedisBloom's two MurmurHash64A passes and modulo positions
 // against bits-and-blooms' MurmurHash3 pair. Keys are testkeys.Key16's;
@@ -31,7 +31,7 @@ func benchRedisBloom(b *testing.B, n uint64) {
 	}
 	atomic, _ := NewAtomic(c)
 	link := plain.Link(0)
-	classic, _ := ohbloom.NewClassic(ohbloom.BitsAndBlooms, link.Bits, uint64(link.Hashes))
+	twin, _ := classic.New(classic.BitsAndBlooms, link.Bits, uint64(link.Hashes))
 	big := Config{Capacity: 1 << 24, ErrorRate: 0.01, Expansion: 2}
 	bigChain, _ := New(big)
 	bigLink := bigChain.Link(0)
@@ -40,7 +40,7 @@ func benchRedisBloom(b *testing.B, n uint64) {
 		k := testkeys.Key16(&buf, i)
 		plain.Add(k)
 		atomic.Add(k)
-		classic.Add(k)
+		twin.Add(k)
 	}
 	for _, s := range []struct {
 		name  string
@@ -56,8 +56,8 @@ func benchRedisBloom(b *testing.B, n uint64) {
 			f, _ := NewAtomic(big)
 			return func(k []byte) { f.Add(k) }
 		}},
-		{"classic", classic.Add, classic.Test, func() func([]byte) {
-			f, _ := ohbloom.NewClassic(ohbloom.BitsAndBlooms, bigLink.Bits, uint64(bigLink.Hashes))
+		{"classic", twin.Add, twin.Test, func() func([]byte) {
+			f, _ := classic.New(classic.BitsAndBlooms, bigLink.Bits, uint64(bigLink.Hashes))
 			return f.Add
 		}},
 	} {

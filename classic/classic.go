@@ -1,4 +1,13 @@
-package ohbloom
+// Package classic reads, answers and writes the Bloom filters of two
+// libraries whose filters many services already store, bit for bit:
+// github.com/bits-and-blooms/bloom/v3 and Guava's BloomFilter (strategy
+// MURMUR128_MITZ_64). Both are unblocked filters with double hashing on
+// MurmurHash3, so a key costs k cache misses once a filter outgrows the
+// caches; new filters should use package ohbloom's one-hash filters.
+// Errors about sizes and bytes wrap the sentinels of package ohbloom
+// (ohbloom.ErrInvalidConfig, ohbloom.ErrTooLarge, ohbloom.ErrCorrupt,
+// ohbloom.ErrTruncated).
+package classic
 
 import (
 	"encoding/binary"
@@ -8,6 +17,7 @@ import (
 	"math"
 	"math/bits"
 
+	"github.com/ohbloom/ohbloom"
 	"github.com/ohbloom/ohbloom/internal/stream"
 	"github.com/ohbloom/ohbloom/internal/sysmem"
 )
@@ -23,7 +33,7 @@ const (
 	// and the bitset's length as big-endian uint64s, then ⌈m/64⌉ big-endian
 	// words, bit j in word j/64 at bit j%64.
 	BitsAndBlooms Strategy = 1
-	// GuavaMurmur128Mitz64 is Guava's BloomFilter with strategy
+	// Guava is Guava's BloomFilter with strategy
 	// MURMUR128_MITZ_64: MurmurHash3 x64-128 of the funneled key gives
 	// (h1, h2), and hash i is ((h1 + i·h2) & MaxInt64) mod m, m a multiple
 	// of 64. writeTo writes the strategy's ordinal (1) and k as bytes, the
@@ -31,7 +41,7 @@ const (
 	// Keys are the bytes Guava's funnels put: byteArrayFunnel the bytes,
 	// stringFunnel(UTF_8) the UTF-8 of the string, longFunnel the 8
 	// little-endian bytes of the long (AddUint64).
-	GuavaMurmur128Mitz64 Strategy = 2
+	Guava Strategy = 2
 )
 
 // String names the strategy.
@@ -39,7 +49,7 @@ func (s Strategy) String() string {
 	switch s {
 	case BitsAndBlooms:
 		return "bits-and-blooms"
-	case GuavaMurmur128Mitz64:
+	case Guava:
 		return "guava MURMUR128_MITZ_64"
 	}
 	return fmt.Sprintf("Strategy(%d)", int(s))
@@ -49,142 +59,142 @@ func (s Strategy) String() string {
 // implement, or a Guava stream that names one.
 var ErrUnknownStrategy = errors.New("ohbloom: unknown classic filter strategy")
 
-// maxClassicBits bounds a classic filter: 2^40 bits, 128 GiB.
-const maxClassicBits = 1 << 40
+// maxBits bounds a classic filter: 2^40 bits, 128 GiB.
+const maxBits = 1 << 40
 
 // maxGuavaWords is Guava's limit: its LockFreeBitArray holds the bits in a
 // long[] of at most 2^31−1 words, and writeTo records the count as an int.
 const maxGuavaWords = math.MaxInt32
 
-// maxClassicK bounds k: bits-and-blooms accepts any k, but every Add costs
+// maxK bounds k: bits-and-blooms accepts any k, but every Add costs
 // k probes, and 2^32 is already over a minute each. Guava's k is a byte.
-const maxClassicK = 1 << 32
+const maxK = 1 << 32
 
 // checkGuavaWords refuses a Guava filter of more words than Guava holds, so
 // that its header's word count can never wrap.
 func checkGuavaWords(words uint64) error {
 	if words > maxGuavaWords {
-		return fmt.Errorf("%w: %d words, Guava holds at most %d (2^31−1)", ErrTooLarge, words, maxGuavaWords)
+		return fmt.Errorf("%w: %d words, Guava holds at most %d (2^31−1)", ohbloom.ErrTooLarge, words, maxGuavaWords)
 	}
 	return nil
 }
 
-// ClassicFilter is an unblocked Bloom filter with double hashing whose bits,
+// Filter is an unblocked Bloom filter with double hashing whose bits,
 // answers and bytes are exactly those of another library's filter (see
 // Strategy), so that filters stored by bits-and-blooms/bloom or by Guava can
 // be read, queried, extended and written back. Each key costs k cache
 // misses once the filter outgrows the caches; for new filters, prefer
-// Filter. It is not safe for concurrent use.
+// ohbloom.Filter. It is not safe for concurrent use.
 //
 // A bits-and-blooms filter keeps its bits in a bitset whose length need
 // not be m (bloom.FromWithM gives one of 64 bits per word, bloom.New(0, k)
 // one of 0 bits with m = 1): a position at or past the length tests clear,
 // and adding it extends the bitset to it, as the bitset package does. The
 // length is written back as read.
-type ClassicFilter struct {
+type Filter struct {
 	strategy Strategy
 	m, k     uint64
 	length   uint64 // the bitset's length in bits; len(words) = ⌈length/64⌉
 	words    []uint64
 }
 
-// NewClassic returns an empty classic filter of m bits and k hashes. For
-// GuavaMurmur128Mitz64, m is rounded up to a multiple of 64, as Guava does,
-// and may not exceed Guava's 2^31−1 words (ErrTooLarge); k is at most 255.
-func NewClassic(s Strategy, m, k uint64) (*ClassicFilter, error) {
-	if s != BitsAndBlooms && s != GuavaMurmur128Mitz64 {
+// New returns an empty classic filter of m bits and k hashes. For
+// Guava, m is rounded up to a multiple of 64, as Guava does,
+// and may not exceed Guava's 2^31−1 words (ohbloom.ErrTooLarge); k is at most 255.
+func New(s Strategy, m, k uint64) (*Filter, error) {
+	if s != BitsAndBlooms && s != Guava {
 		return nil, fmt.Errorf("%w: %v", ErrUnknownStrategy, s)
 	}
-	if m == 0 || m > maxClassicBits {
-		return nil, fmt.Errorf("%w: m = %d bits, want 1 to %d", ErrInvalidConfig, m, uint64(maxClassicBits))
+	if m == 0 || m > maxBits {
+		return nil, fmt.Errorf("%w: m = %d bits, want 1 to %d", ohbloom.ErrInvalidConfig, m, uint64(maxBits))
 	}
-	if k == 0 || s == GuavaMurmur128Mitz64 && k > 255 || k > maxClassicK {
-		return nil, fmt.Errorf("%w: k = %d", ErrInvalidConfig, k)
+	if k == 0 || s == Guava && k > 255 || k > maxK {
+		return nil, fmt.Errorf("%w: k = %d", ohbloom.ErrInvalidConfig, k)
 	}
 	words := (m + 63) / 64
-	if s == GuavaMurmur128Mitz64 {
+	if s == Guava {
 		if err := checkGuavaWords(words); err != nil {
 			return nil, err
 		}
 		m = words * 64
 	}
 	if mem := sysmem.RAMPlusSwap(); words*8 > mem {
-		return nil, fmt.Errorf("%w: %d bits, the machine has %d bytes", ErrTooLarge, m, mem)
+		return nil, fmt.Errorf("%w: %d bits, the machine has %d bytes", ohbloom.ErrTooLarge, m, mem)
 	}
-	return &ClassicFilter{strategy: s, m: m, k: k, length: m, words: make([]uint64, words)}, nil
+	return &Filter{strategy: s, m: m, k: k, length: m, words: make([]uint64, words)}, nil
 }
 
-// NewClassicWithEstimates sizes a classic filter for n keys at rate p the
+// NewWithEstimates sizes a classic filter for n keys at rate p the
 // way its library does: bits-and-blooms' EstimateParameters (m = ⌈−n ln p /
 // ln²2⌉, k = ⌈ln 2 · m/n⌉), or Guava's BloomFilter.create (m = ⌊−n ln p /
 // ln²2⌋ rounded up to 64, k = round(m/n · ln 2)). For 5,000,000 keys at 1%
 // Guava 31.1 computes m = 47,925,291 bits (47,925,312 stored in 748,833
 // words) and k = 7, checked against the real Guava; the figure 47,962,029
 // that circulates for this example is not what Guava computes. Guava takes
-// n = 0 as 1, and so does this for GuavaMurmur128Mitz64; bits-and-blooms'
+// n = 0 as 1, and so does this for Guava; bits-and-blooms'
 // k is undefined for n = 0 (a NaN converted to an integer), which is
 // refused.
-func NewClassicWithEstimates(s Strategy, n uint64, p float64) (*ClassicFilter, error) {
-	if n == 0 && s == GuavaMurmur128Mitz64 {
+func NewWithEstimates(s Strategy, n uint64, p float64) (*Filter, error) {
+	if n == 0 && s == Guava {
 		n = 1
 	}
 	if n == 0 || !(p > 0 && p < 1) {
-		return nil, fmt.Errorf("%w: n = %d, p = %v", ErrInvalidConfig, n, p)
+		return nil, fmt.Errorf("%w: n = %d, p = %v", ohbloom.ErrInvalidConfig, n, p)
 	}
 	nf := float64(n)
 	bitsNeeded := -nf * math.Log(p) / (math.Ln2 * math.Ln2)
-	if bitsNeeded > maxClassicBits {
-		return nil, fmt.Errorf("%w: %.0f bits", ErrTooLarge, bitsNeeded)
+	if bitsNeeded > maxBits {
+		return nil, fmt.Errorf("%w: %.0f bits", ohbloom.ErrTooLarge, bitsNeeded)
 	}
 	var m, k uint64
 	switch s {
 	case BitsAndBlooms:
 		m = uint64(math.Ceil(bitsNeeded))
 		k = uint64(math.Ceil(math.Ln2 * float64(m) / nf))
-	case GuavaMurmur128Mitz64:
+	case Guava:
 		m = uint64(bitsNeeded)
 		k = uint64(max(1, math.Round(float64(m)/nf*math.Ln2)))
 	default:
 		return nil, fmt.Errorf("%w: %v", ErrUnknownStrategy, s)
 	}
-	return NewClassic(s, m, k)
+	return New(s, m, k)
 }
 
 // Strategy returns the filter's strategy.
-func (f *ClassicFilter) Strategy() Strategy { return f.strategy }
+func (f *Filter) Strategy() Strategy { return f.strategy }
 
 // Cap returns the number of bits.
-func (f *ClassicFilter) Cap() uint64 { return f.m }
+func (f *Filter) Cap() uint64 { return f.m }
 
 // K returns the number of hashes per key.
-func (f *ClassicFilter) K() uint64 { return f.k }
+func (f *Filter) K() uint64 { return f.k }
 
 // Add inserts key.
-func (f *ClassicFilter) Add(key []byte) { f.probe(key, true) }
+func (f *Filter) Add(key []byte) { f.probe(key, true) }
 
 // AddString inserts key (for Guava, as stringFunnel(UTF_8) puts it).
-func (f *ClassicFilter) AddString(key string) { f.probe([]byte(key), true) }
+func (f *Filter) AddString(key string) { f.probe([]byte(key), true) }
 
 // AddUint64 inserts v as Guava's longFunnel puts a long: its 8
 // little-endian bytes.
-func (f *ClassicFilter) AddUint64(v uint64) {
+func (f *Filter) AddUint64(v uint64) {
 	f.probe(binary.LittleEndian.AppendUint64(make([]byte, 0, 8), v), true)
 }
 
 // Test reports whether key may be in the filter, as the library would.
-func (f *ClassicFilter) Test(key []byte) bool { return f.probe(key, false) }
+func (f *Filter) Test(key []byte) bool { return f.probe(key, false) }
 
 // TestString is Test for a string key.
-func (f *ClassicFilter) TestString(key string) bool { return f.probe([]byte(key), false) }
+func (f *Filter) TestString(key string) bool { return f.probe([]byte(key), false) }
 
 // TestUint64 is Test for a long put by Guava's longFunnel.
-func (f *ClassicFilter) TestUint64(v uint64) bool {
+func (f *Filter) TestUint64(v uint64) bool {
 	return f.probe(binary.LittleEndian.AppendUint64(make([]byte, 0, 8), v), false)
 }
 
 // probe sets (add) or tests the key's k bits and reports whether they were
 // all set. A test stops at the first clear bit, as both libraries do.
-func (f *ClassicFilter) probe(key []byte, add bool) bool {
+func (f *Filter) probe(key []byte, add bool) bool {
 	present := true
 	switch f.strategy {
 	case BitsAndBlooms:
@@ -205,7 +215,7 @@ func (f *ClassicFilter) probe(key []byte, add bool) bool {
 				f.words[w] |= mask
 			}
 		}
-	case GuavaMurmur128Mitz64:
+	case Guava:
 		h1, h2 := murmur3(key)
 		for range f.k {
 			bit := (h1 & math.MaxInt64) % f.m
@@ -225,7 +235,7 @@ func (f *ClassicFilter) probe(key []byte, add bool) bool {
 // package's Set does past its length: the new words are zero, and bits
 // beyond the old length in its last word, which the stream may have had
 // set, come into view.
-func (f *ClassicFilter) extend(length uint64) {
+func (f *Filter) extend(length uint64) {
 	f.length = length
 	if words := (length + 63) / 64; words > uint64(len(f.words)) {
 		f.words = append(f.words, make([]uint64, words-uint64(len(f.words)))...)
@@ -234,7 +244,7 @@ func (f *ClassicFilter) extend(length uint64) {
 
 // FillRatio returns the fraction of the m bits set, counting only the
 // bits that tests can see: those below m and the bitset's length.
-func (f *ClassicFilter) FillRatio() float64 {
+func (f *Filter) FillRatio() float64 {
 	end := min(f.m, f.length)
 	n := 0
 	for i, w := range f.words[:(end+63)/64] {
@@ -248,7 +258,7 @@ func (f *ClassicFilter) FillRatio() float64 {
 
 // Equal reports whether two classic filters have the same strategy, size, k,
 // bitset length and bits.
-func (f *ClassicFilter) Equal(o *ClassicFilter) bool {
+func (f *Filter) Equal(o *Filter) bool {
 	if f.strategy != o.strategy || f.m != o.m || f.k != o.k || f.length != o.length {
 		return false
 	}
@@ -261,16 +271,16 @@ func (f *ClassicFilter) Equal(o *ClassicFilter) bool {
 }
 
 // WriteTo writes the filter in its library's format (see Strategy). A
-// Guava filter beyond Guava's 2^31−1 words is refused with ErrTooLarge
+// Guava filter beyond Guava's 2^31−1 words is refused with ohbloom.ErrTooLarge
 // before anything is written.
-func (f *ClassicFilter) WriteTo(w io.Writer) (int64, error) {
+func (f *Filter) WriteTo(w io.Writer) (int64, error) {
 	var head []byte
 	switch f.strategy {
 	case BitsAndBlooms:
 		head = binary.BigEndian.AppendUint64(head, f.m)
 		head = binary.BigEndian.AppendUint64(head, f.k)
 		head = binary.BigEndian.AppendUint64(head, f.length)
-	case GuavaMurmur128Mitz64:
+	case Guava:
 		if err := checkGuavaWords(uint64(len(f.words))); err != nil {
 			return 0, err
 		}
@@ -297,7 +307,7 @@ func (f *ClassicFilter) WriteTo(w io.Writer) (int64, error) {
 	return written, nil
 }
 
-// ReadClassic reads a filter written by the library of strategy s (or by
+// Read reads a filter written by the library of strategy s (or by
 // WriteTo), reading exactly its bytes. It reads what that library's own
 // reader reads, with the same answers: for bits-and-blooms a bitset length
 // other than m, k up to 2^32 (k = 0 tests every key present, as there);
@@ -307,8 +317,8 @@ func (f *ClassicFilter) WriteTo(w io.Writer) (int64, error) {
 // the data that arrives, never with what a header claims: each allocation
 // is at most 16 times the bytes received, so a valid stream peaks at 1/16
 // over the filter's size.
-func ReadClassic(r io.Reader, s Strategy) (*ClassicFilter, int64, error) {
-	in := &stream.Reader{R: r, Short: ErrTruncated}
+func Read(r io.Reader, s Strategy) (*Filter, int64, error) {
+	in := &stream.Reader{R: r, Short: ohbloom.ErrTruncated}
 	fill := in.Fill
 	var m, k, length uint64
 	switch s {
@@ -319,13 +329,13 @@ func ReadClassic(r io.Reader, s Strategy) (*ClassicFilter, int64, error) {
 		}
 		m, k = binary.BigEndian.Uint64(head[:]), binary.BigEndian.Uint64(head[8:])
 		length = binary.BigEndian.Uint64(head[16:])
-		if m == 0 || m > maxClassicBits || k > maxClassicK {
-			return nil, in.N, fmt.Errorf("%w: m = %d bits, k = %d", ErrCorrupt, m, k)
+		if m == 0 || m > maxBits || k > maxK {
+			return nil, in.N, fmt.Errorf("%w: m = %d bits, k = %d", ohbloom.ErrCorrupt, m, k)
 		}
 		if mem := sysmem.RAMPlusSwap(); length < m && (m+63)/64*8 > mem {
-			return nil, in.N, fmt.Errorf("%w: %w: a bitset of %d bits may grow to m = %d, the machine has %d bytes", ErrCorrupt, ErrTooLarge, length, m, mem)
+			return nil, in.N, fmt.Errorf("%w: %w: a bitset of %d bits may grow to m = %d, the machine has %d bytes", ohbloom.ErrCorrupt, ohbloom.ErrTooLarge, length, m, mem)
 		}
-	case GuavaMurmur128Mitz64:
+	case Guava:
 		var head [6]byte
 		if err := fill(head[:]); err != nil {
 			return nil, in.N, err
@@ -336,14 +346,14 @@ func ReadClassic(r io.Reader, s Strategy) (*ClassicFilter, int64, error) {
 		k = uint64(head[1])
 		n := int32(binary.BigEndian.Uint32(head[2:]))
 		if n <= 0 || k == 0 {
-			return nil, in.N, fmt.Errorf("%w: %d words, k = %d", ErrCorrupt, n, k)
+			return nil, in.N, fmt.Errorf("%w: %d words, k = %d", ohbloom.ErrCorrupt, n, k)
 		}
 		m = uint64(n) * 64
 		length = m
 	default:
 		return nil, 0, fmt.Errorf("%w: %v", ErrUnknownStrategy, s)
 	}
-	f := &ClassicFilter{strategy: s, m: m, k: k, length: length}
+	f := &Filter{strategy: s, m: m, k: k, length: length}
 	words := length/64 + min(1, length%64)
 	buf := make([]byte, stream.Chunk)
 	for done := uint64(0); done < words; {
@@ -366,7 +376,7 @@ func ReadClassic(r io.Reader, s Strategy) (*ClassicFilter, int64, error) {
 }
 
 // MarshalBinary returns the filter in its library's format.
-func (f *ClassicFilter) MarshalBinary() ([]byte, error) {
+func (f *Filter) MarshalBinary() ([]byte, error) {
 	var b writerBuffer
 	_, err := f.WriteTo(&b)
 	return b, err

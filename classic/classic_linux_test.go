@@ -1,6 +1,6 @@
 //go:build linux && (amd64 || arm64)
 
-package ohbloom
+package classic
 
 import (
 	"bytes"
@@ -8,6 +8,8 @@ import (
 	"syscall"
 	"testing"
 	"unsafe"
+
+	"github.com/ohbloom/ohbloom"
 )
 
 // TestGuavaWriteToRefusesWrap: a Guava filter of 2^31 words (16 GiB) must
@@ -21,13 +23,13 @@ func TestGuavaWriteToRefusesWrap(t *testing.T) {
 		t.Skip("mmap:", err)
 	}
 	defer syscall.Munmap(mem)
-	f := &ClassicFilter{strategy: GuavaMurmur128Mitz64, m: words * 64, k: 3, length: words * 64,
+	f := &Filter{strategy: Guava, m: words * 64, k: 3, length: words * 64,
 		words: unsafe.Slice((*uint64)(unsafe.Pointer(&mem[0])), words)}
 	var out bytes.Buffer
-	if n, err := f.WriteTo(&out); !errors.Is(err, ErrTooLarge) || n != 0 || out.Len() != 0 {
+	if n, err := f.WriteTo(&out); !errors.Is(err, ohbloom.ErrTooLarge) || n != 0 || out.Len() != 0 {
 		t.Fatalf("WriteTo of 2^31 words: %v, %d bytes written", err, n)
 	}
-	if _, err := f.MarshalBinary(); !errors.Is(err, ErrTooLarge) {
+	if _, err := f.MarshalBinary(); !errors.Is(err, ohbloom.ErrTooLarge) {
 		t.Fatalf("MarshalBinary: %v", err)
 	}
 }

@@ -1,4 +1,4 @@
-package ohbloom
+package classic
 
 import (
 	"bytes"
@@ -41,8 +41,8 @@ func compileGuavaCompat(t *testing.T) string {
 type guavaKeys struct {
 	funnel string
 	lines  []string
-	add    func(f *ClassicFilter, i int)
-	test   func(f *ClassicFilter, i int) bool
+	add    func(f *Filter, i int)
+	test   func(f *Filter, i int) bool
 }
 
 func newGuavaKeys(funnel string, n int, seed uint64) guavaKeys {
@@ -58,22 +58,22 @@ func newGuavaKeys(funnel string, n int, seed uint64) guavaKeys {
 			}
 			g.lines[i] = hex.EncodeToString(raw[i])
 		}
-		g.add = func(f *ClassicFilter, i int) { f.Add(raw[i]) }
-		g.test = func(f *ClassicFilter, i int) bool { return f.Test(raw[i]) }
+		g.add = func(f *Filter, i int) { f.Add(raw[i]) }
+		g.test = func(f *Filter, i int) bool { return f.Test(raw[i]) }
 	case "string":
 		for i := range g.lines {
 			g.lines[i] = fmt.Sprintf("did:plc:%x|ünïcödé-%d", r.Uint64(), i)
 		}
-		g.add = func(f *ClassicFilter, i int) { f.AddString(g.lines[i]) }
-		g.test = func(f *ClassicFilter, i int) bool { return f.TestString(g.lines[i]) }
+		g.add = func(f *Filter, i int) { f.AddString(g.lines[i]) }
+		g.test = func(f *Filter, i int) bool { return f.TestString(g.lines[i]) }
 	case "long":
 		vals := make([]uint64, n)
 		for i := range vals {
 			vals[i] = r.Uint64()
 			g.lines[i] = strconv.FormatInt(int64(vals[i]), 10)
 		}
-		g.add = func(f *ClassicFilter, i int) { f.AddUint64(vals[i]) }
-		g.test = func(f *ClassicFilter, i int) bool { return f.TestUint64(vals[i]) }
+		g.add = func(f *Filter, i int) { f.AddUint64(vals[i]) }
+		g.test = func(f *Filter, i int) bool { return f.TestUint64(vals[i]) }
 	}
 	return g
 }
@@ -85,10 +85,10 @@ func writeLines(t *testing.T, path string, lines []string) {
 }
 
 // TestGuavaCompatibility checks both directions for every funnel: a filter
-// Guava creates and writes is byte-for-byte the one ClassicFilter builds
+// Guava creates and writes is byte-for-byte the one Filter builds
 // from the same keys, reads back, and answers every query as Guava's
-// mightContain does; and a filter ClassicFilter writes is read by Guava,
-// which then answers every query as ClassicFilter does.
+// mightContain does; and a filter Filter writes is read by Guava,
+// which then answers every query as Filter does.
 func TestGuavaCompatibility(t *testing.T) {
 	classpath := compileGuavaCompat(t)
 	for _, funnel := range []string{"bytes", "string", "long"} {
@@ -108,11 +108,11 @@ func TestGuavaCompatibility(t *testing.T) {
 			}
 			answers := strings.Fields(string(out))
 			written, _ := os.ReadFile(filepath.Join(dir, "guava.bin"))
-			read, nread, err := ReadClassic(bytes.NewReader(written), GuavaMurmur128Mitz64)
+			read, nread, err := Read(bytes.NewReader(written), Guava)
 			if err != nil || nread != int64(len(written)) {
-				t.Fatalf("ReadClassic of Guava's filter: %v (%d of %d bytes)", err, nread, len(written))
+				t.Fatalf("Read of Guava's filter: %v (%d of %d bytes)", err, nread, len(written))
 			}
-			ours, _ := NewClassicWithEstimates(GuavaMurmur128Mitz64, n, p)
+			ours, _ := NewWithEstimates(Guava, n, p)
 			for i := range n {
 				keys.add(ours, i)
 			}
@@ -133,7 +133,7 @@ func TestGuavaCompatibility(t *testing.T) {
 
 			// Go → Guava, with other parameters and keys.
 			other := newGuavaKeys(funnel, 5000, 2)
-			f, _ := NewClassicWithEstimates(GuavaMurmur128Mitz64, 1000, 0.05)
+			f, _ := NewWithEstimates(Guava, 1000, 0.05)
 			for i := range 1000 {
 				other.add(f, i)
 			}
@@ -156,8 +156,8 @@ func TestGuavaCompatibility(t *testing.T) {
 }
 
 // TestGuavaZeroExpectedInsertions: BloomFilter.create(funnel, 0, p), which
-// Guava sizes as for one key, is byte for byte NewClassicWithEstimates(
-// GuavaMurmur128Mitz64, 0, p), before and after keys are put in.
+// Guava sizes as for one key, is byte for byte NewWithEstimates(
+// Guava, 0, p), before and after keys are put in.
 func TestGuavaZeroExpectedInsertions(t *testing.T) {
 	classpath := compileGuavaCompat(t)
 	dir := t.TempDir()
@@ -174,7 +174,7 @@ func TestGuavaZeroExpectedInsertions(t *testing.T) {
 				t.Fatalf("java create with 0 expected insertions: %v", err)
 			}
 			want, _ := os.ReadFile(out)
-			f, err := NewClassicWithEstimates(GuavaMurmur128Mitz64, 0, p)
+			f, err := NewWithEstimates(Guava, 0, p)
 			if err != nil {
 				t.Fatal(err)
 			}

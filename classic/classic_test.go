@@ -1,4 +1,4 @@
-package ohbloom
+package classic
 
 import (
 	"bufio"
@@ -16,25 +16,26 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ohbloom/ohbloom"
 	"github.com/ohbloom/ohbloom/internal/sysmem"
 	"github.com/ohbloom/ohbloom/internal/testkeys"
 )
 
-// TestGuavaSizeLimit: Guava holds at most 2^31−1 words; beyond, NewClassic
-// and NewClassicWithEstimates refuse before allocating anything.
+// TestGuavaSizeLimit: Guava holds at most 2^31−1 words; beyond, New
+// and NewWithEstimates refuse before allocating anything.
 func TestGuavaSizeLimit(t *testing.T) {
 	if err := checkGuavaWords(math.MaxInt32); err != nil {
 		t.Errorf("2^31−1 words: %v", err)
 	}
-	if err := checkGuavaWords(math.MaxInt32 + 1); !errors.Is(err, ErrTooLarge) {
+	if err := checkGuavaWords(math.MaxInt32 + 1); !errors.Is(err, ohbloom.ErrTooLarge) {
 		t.Errorf("2^31 words: %v", err)
 	}
 	for _, m := range []uint64{1 << 37, 1<<37 + 64, 1 << 38, 1 << 39} {
-		if _, err := NewClassic(GuavaMurmur128Mitz64, m, 3); !errors.Is(err, ErrTooLarge) {
-			t.Errorf("NewClassic(Guava, %d, 3): %v", m, err)
+		if _, err := New(Guava, m, 3); !errors.Is(err, ohbloom.ErrTooLarge) {
+			t.Errorf("New(Guava, %d, 3): %v", m, err)
 		}
 	}
-	if _, err := NewClassicWithEstimates(GuavaMurmur128Mitz64, 1<<34, 0.01); !errors.Is(err, ErrTooLarge) {
+	if _, err := NewWithEstimates(Guava, 1<<34, 0.01); !errors.Is(err, ohbloom.ErrTooLarge) {
 		t.Errorf("2^34 keys at 1%%: %v", err)
 	}
 	// bits-and-blooms has no such limit, but showing it would take a 16 GiB
@@ -43,15 +44,15 @@ func TestGuavaSizeLimit(t *testing.T) {
 
 // TestClassicGuavaZeroKeys: Guava's create takes n = 0 as 1.
 func TestClassicGuavaZeroKeys(t *testing.T) {
-	zero, err := NewClassicWithEstimates(GuavaMurmur128Mitz64, 0, 0.01)
+	zero, err := NewWithEstimates(Guava, 0, 0.01)
 	if err != nil {
 		t.Fatal(err)
 	}
-	one, _ := NewClassicWithEstimates(GuavaMurmur128Mitz64, 1, 0.01)
+	one, _ := NewWithEstimates(Guava, 1, 0.01)
 	if !zero.Equal(one) || zero.Cap() != 64 || zero.K() != 6 {
 		t.Errorf("n = 0: m = %d, k = %d; n = 1: m = %d, k = %d", zero.Cap(), zero.K(), one.Cap(), one.K())
 	}
-	if _, err := NewClassicWithEstimates(BitsAndBlooms, 0, 0.01); !errors.Is(err, ErrInvalidConfig) {
+	if _, err := NewWithEstimates(BitsAndBlooms, 0, 0.01); !errors.Is(err, ohbloom.ErrInvalidConfig) {
 		t.Errorf("bits-and-blooms with n = 0: %v", err)
 	}
 }
@@ -81,7 +82,7 @@ func TestClassicBitsAndBloomsOddStreams(t *testing.T) {
 		{"k = 0", bbStream(64, 0, 64, 0)},
 		{"length 100 of m 200, bits set past it", bbStream(200, 2, 100, 0, ^uint64(0))},
 	} {
-		f, n, err := ReadClassic(bytes.NewReader(append(bytes.Clone(c.stream), 9, 9)), BitsAndBlooms)
+		f, n, err := Read(bytes.NewReader(append(bytes.Clone(c.stream), 9, 9)), BitsAndBlooms)
 		if err != nil || n != int64(len(c.stream)) {
 			t.Errorf("%s: %v, read %d of %d bytes", c.name, err, n, len(c.stream))
 			continue
@@ -91,18 +92,18 @@ func TestClassicBitsAndBloomsOddStreams(t *testing.T) {
 		}
 	}
 	// Bits a test cannot see do not count as set.
-	f, _, _ := ReadClassic(bytes.NewReader(bbStream(100, 3, 128, 0, ^uint64(0))), BitsAndBlooms)
+	f, _, _ := Read(bytes.NewReader(bbStream(100, 3, 128, 0, ^uint64(0))), BitsAndBlooms)
 	if got := f.FillRatio(); got != 36.0/100 {
 		t.Errorf("FillRatio %v, want 0.36: bits 64..99 of 100", got)
 	}
 	// k = 0 says yes to everything, as bits-and-blooms' Test does.
-	f, _, _ = ReadClassic(bytes.NewReader(bbStream(64, 0, 64, 0)), BitsAndBlooms)
+	f, _, _ = Read(bytes.NewReader(bbStream(64, 0, 64, 0)), BitsAndBlooms)
 	if !f.TestString("anything") {
 		t.Error("k = 0 tests absent")
 	}
 	// New(0, 3): m = 1, every position is 0, past the empty bitset: absent
 	// until added, which extends the bitset to 1 bit.
-	f, _, _ = ReadClassic(bytes.NewReader(bbStream(1, 3, 0)), BitsAndBlooms)
+	f, _, _ = Read(bytes.NewReader(bbStream(1, 3, 0)), BitsAndBlooms)
 	if f.TestString("x") {
 		t.Error("an empty bitset tests present")
 	}
@@ -114,7 +115,7 @@ func TestClassicBitsAndBloomsOddStreams(t *testing.T) {
 		t.Errorf("after an add: %x", out)
 	}
 	// Bits past the length are invisible until an add extends over them.
-	f, _, _ = ReadClassic(bytes.NewReader(bbStream(200, 1, 100, 0, ^uint64(0))), BitsAndBlooms)
+	f, _, _ = Read(bytes.NewReader(bbStream(200, 1, 100, 0, ^uint64(0))), BitsAndBlooms)
 	before := f.FillRatio()
 	for i := 0; f.length < 128 && i < 10000; i++ {
 		f.AddString(strconv.Itoa(i))
@@ -123,18 +124,18 @@ func TestClassicBitsAndBloomsOddStreams(t *testing.T) {
 		t.Errorf("extension: length %d, word 1 %#x", f.length, f.words[1])
 	}
 	for _, bad := range [][]byte{bbStream(0, 3, 0), bbStream(1<<41, 3, 0), bbStream(100, 1<<32+1, 100, 0, 0)} {
-		if _, _, err := ReadClassic(bytes.NewReader(bad), BitsAndBlooms); !errors.Is(err, ErrCorrupt) {
+		if _, _, err := Read(bytes.NewReader(bad), BitsAndBlooms); !errors.Is(err, ohbloom.ErrCorrupt) {
 			t.Errorf("%x: %v", bad[:24], err)
 		}
 	}
 	if sysmem.RAMPlusSwap() < 1<<40/8 {
-		if _, _, err := ReadClassic(bytes.NewReader(bbStream(1<<40, 3, 64, 0)), BitsAndBlooms); !errors.Is(err, ErrTooLarge) {
+		if _, _, err := Read(bytes.NewReader(bbStream(1<<40, 3, 64, 0)), BitsAndBlooms); !errors.Is(err, ohbloom.ErrTooLarge) {
 			t.Errorf("a short bitset that could grow past the machine: %v", err)
 		}
 	}
 	// Guava's k is 1 to 255, its word count 1 to 2^31−1.
 	for _, bad := range [][]byte{{1, 0, 0, 0, 0, 1}, {1, 3, 0x80, 0, 0, 0}, {1, 3, 0, 0, 0, 0}} {
-		if _, _, err := ReadClassic(bytes.NewReader(bad), GuavaMurmur128Mitz64); !errors.Is(err, ErrCorrupt) {
+		if _, _, err := Read(bytes.NewReader(bad), Guava); !errors.Is(err, ohbloom.ErrCorrupt) {
 			t.Errorf("Guava %x: %v", bad, err)
 		}
 	}
@@ -197,10 +198,10 @@ func TestReadClassicMemory(t *testing.T) {
 	const limit = readClassicFilterBytes*11/10 + 4<<20
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
-	f, n, err := ReadClassic(newBBSynthetic(readClassicFilterBytes/8), BitsAndBlooms)
+	f, n, err := Read(newBBSynthetic(readClassicFilterBytes/8), BitsAndBlooms)
 	runtime.ReadMemStats(&after)
 	if err != nil || n != readClassicFilterBytes+24 {
-		t.Fatalf("ReadClassic: %v after %d bytes", err, n)
+		t.Fatalf("Read: %v after %d bytes", err, n)
 	}
 	if f.words[12345] != testkeys.Mix(12345) {
 		t.Fatal("wrong words")
@@ -225,7 +226,7 @@ func TestReadClassicMemory(t *testing.T) {
 	if grown == 0 {
 		t.Fatalf("no figure from the child:\n%s", out)
 	}
-	t.Logf("ReadClassic of a %d MiB stream: %d MiB allocated (%.3f×), peak RSS +%d MiB (%.3f×), %v",
+	t.Logf("Read of a %d MiB stream: %d MiB allocated (%.3f×), peak RSS +%d MiB (%.3f×), %v",
 		readClassicFilterBytes>>20, alloc>>20, float64(alloc)/readClassicFilterBytes, grown>>20,
 		float64(grown)/readClassicFilterBytes, time.Duration(elapsed))
 	if grown > readClassicFilterBytes*11/10+8<<20 {
@@ -234,11 +235,11 @@ func TestReadClassicMemory(t *testing.T) {
 }
 
 // readClassicChild measures the growth of peak RSS (VmHWM) across one
-// ReadClassic and prints it for the parent.
+// Read and prints it for the parent.
 func readClassicChild() {
 	base := vmHWM()
 	start := time.Now()
-	f, _, err := ReadClassic(bufio.NewReaderSize(newBBSynthetic(readClassicFilterBytes/8), 1<<16), BitsAndBlooms)
+	f, _, err := Read(bufio.NewReaderSize(newBBSynthetic(readClassicFilterBytes/8), 1<<16), BitsAndBlooms)
 	elapsed := time.Since(start)
 	if err != nil {
 		fmt.Println("error:", err)

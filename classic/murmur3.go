@@ -1,4 +1,4 @@
-package ohbloom
+package classic
 
 import (
 	"encoding/binary"
