@@ -15,6 +15,7 @@ import (
 
 	"github.com/ohbloom/ohbloom"
 	"github.com/ohbloom/ohbloom/internal/race"
+	"github.com/ohbloom/ohbloom/internal/redisbloomtest"
 	"github.com/zeebo/xxh3"
 )
 
@@ -86,8 +87,8 @@ func TestLnCorrectlyRounded(t *testing.T) {
 // TestRedisBloomSizing checks bfInit against the filters of RedisBloom's
 // dumps: every filter of every chain, from its capacity and error rate.
 func TestRedisBloomSizing(t *testing.T) {
-	for _, g := range loadBFGolden(t) {
-		for _, state := range []*bfGoldenState{&g.bfGoldenState, &g.AfterMore.bfGoldenState} {
+	for _, g := range redisbloomtest.Load(t, "..") {
+		for _, state := range []*redisbloomtest.State{&g.State, &g.AfterMore.State} {
 			h, err := decodeBFHeader(state.Chunks[0].Data, 0)
 			if err != nil {
 				t.Fatal(err)
@@ -127,7 +128,7 @@ func TestRedisBloomSizing(t *testing.T) {
 }
 
 // bfChainFromDump loads a golden state into a plain chain.
-func bfChainFromDump(t testing.TB, s *bfGoldenState) *Filter {
+func bfChainFromDump(t testing.TB, s *redisbloomtest.State) *Filter {
 	t.Helper()
 	f, err := NewFromHeader(s.Chunks[0].Data, 0)
 	if err != nil {
@@ -142,8 +143,8 @@ func bfChainFromDump(t testing.TB, s *bfGoldenState) *Filter {
 }
 
 // goldenByName returns the golden file of that name.
-func goldenByName(t testing.TB, name string) *bfGolden {
-	for _, g := range loadBFGolden(t) {
+func goldenByName(t testing.TB, name string) *redisbloomtest.Dump {
+	for _, g := range redisbloomtest.Load(t, "..") {
 		if g.Name == name {
 			return g
 		}
@@ -318,7 +319,7 @@ func TestRedisBloomUnalignedChunks(t *testing.T) {
 				pos += n
 			}
 		}
-		checkBFState(t, f, &g.bfGoldenState, g.items(t), bfRange(t, g.AbsentProbes))
+		checkBFState(t, f, &g.State, g.Added(t), redisbloomtest.Range(t, g.AbsentProbes))
 	}
 }
 
@@ -436,8 +437,8 @@ func TestRedisBloomGrowthRules(t *testing.T) {
 // TestRedisBloomMarshal: both encodings round-trip every golden chain,
 // the two variants read each other's bytes, and damage is detected.
 func TestRedisBloomMarshal(t *testing.T) {
-	for _, g := range loadBFGolden(t) {
-		f := bfChainFromDump(t, &g.AfterMore.bfGoldenState)
+	for _, g := range redisbloomtest.Load(t, "..") {
+		f := bfChainFromDump(t, &g.AfterMore.State)
 		data, _ := f.MarshalBinary()
 		var buf bytes.Buffer
 		if n, err := f.WriteTo(&buf); err != nil || n != int64(len(data)) || !bytes.Equal(buf.Bytes(), data) {
@@ -451,7 +452,7 @@ func TestRedisBloomMarshal(t *testing.T) {
 		if n, err := a.ReadFrom(bytes.NewReader(append(bytes.Clone(data), 1, 2, 3))); err != nil || n != int64(len(data)) {
 			t.Fatalf("%s: ReadFrom: %v, %d of %d bytes", g.Name, err, n, len(data))
 		}
-		checkBFState(t, &a, &g.AfterMore.bfGoldenState, g.items(t), bfRange(t, g.AbsentProbes))
+		checkBFState(t, &a, &g.AfterMore.State, g.Added(t), redisbloomtest.Range(t, g.AbsentProbes))
 		again, _ := a.MarshalBinary()
 		if !bytes.Equal(again, data) {
 			t.Fatalf("%s: the atomic chain encodes differently", g.Name)

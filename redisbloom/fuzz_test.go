@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/ohbloom/ohbloom"
+	"github.com/ohbloom/ohbloom/internal/redisbloomtest"
 )
 
 // fuzzBFLimit keeps the chains the fuzzer makes small.
@@ -20,8 +21,8 @@ const fuzzBFLimit = 1 << 20
 // configuration); an accepted chunk is where its iterator says; an added
 // item tests present.
 func FuzzHeader(f *testing.F) {
-	for _, g := range loadBFGolden(f) {
-		for _, s := range []*bfGoldenState{&g.bfGoldenState, &g.AfterMore.bfGoldenState} {
+	for _, g := range redisbloomtest.Load(f, "..") {
+		for _, s := range []*redisbloomtest.State{&g.State, &g.AfterMore.State} {
 			c := s.Chunks[min(1, len(s.Chunks)-1)]
 			f.Add(s.Chunks[0].Data, c.Iterator, c.Data[:min(len(c.Data), 64)])
 		}
@@ -71,8 +72,8 @@ func FuzzHeader(f *testing.F) {
 // refuse with a sentinel, agree with each other, and a decoded chain
 // encodes back to the same bytes.
 func FuzzUnmarshal(f *testing.F) {
-	for _, g := range loadBFGolden(f) {
-		c := bfChainFromDump(f, &g.bfGoldenState)
+	for _, g := range redisbloomtest.Load(f, "..") {
+		c := bfChainFromDump(f, &g.State)
 		data, _ := c.MarshalBinary()
 		if len(data) < 4096 {
 			f.Add(data)

@@ -2,134 +2,18 @@ package redisbloom
 
 import (
 	"bytes"
-	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
-	"regexp"
 	"slices"
 	"strconv"
 	"testing"
+
+	"github.com/ohbloom/ohbloom/internal/redisbloomtest"
 )
 
-// bfGolden is one file of testdata: a filter the real RedisBloom
-// module made, dumped, probed, grown and dumped again (see its README).
-type bfGolden struct {
-	Name           string   `json:"name"`
-	Reserve        []string `json:"reserve"`
-	Items          string   `json:"items"`
-	NTextItems     int      `json:"n_text_items"`
-	BinaryItemsHex []string `json:"binary_items_hex"`
-	AbsentProbes   string   `json:"absent_probes"`
-	bfGoldenState
-	AfterMore struct {
-		MoreItems string `json:"more_items"`
-		bfGoldenState
-	} `json:"after_more"`
-}
-
-type bfGoldenState struct {
-	Info      bfGoldenInfo `json:"info"`
-	Positives []int        `json:"absent_probes_positive"`
-	Chunks    []struct {
-		Iterator int64  `json:"iterator"`
-		Data     []byte `json:"data"`
-	} `json:"chunks"`
-}
-
-type bfGoldenInfo struct {
-	Capacity  uint64  `json:"Capacity"`
-	Size      uint64  `json:"Size"`
-	Filters   uint64  `json:"Number of filters"`
-	Items     uint64  `json:"Number of items inserted"`
-	Expansion *uint32 `json:"Expansion rate"`
-}
-
-// sharedRedisBloomDir is where every developer's and CI's machine keeps the
-// dumps beside the project; testdata holds a copy, so that the
-// test has data anywhere.
-const sharedRedisBloomDir = "../../shared/testdata/redisbloom"
-
-// loadBFGolden reads every dump of both directories, once per name, the
-// shared one first: its files may be newer than the copy. With no dump at
-// all it fails: the test never passes by having nothing to check.
-func loadBFGolden(t testing.TB) []*bfGolden {
-	t.Helper()
-	byName := map[string]string{}
-	for _, dir := range []string{sharedRedisBloomDir, "testdata"} {
-		paths, _ := filepath.Glob(filepath.Join(dir, "*.json"))
-		if len(paths) == 0 && dir == sharedRedisBloomDir {
-			// Not fatal even in CI: the committed copy is the same data,
-			// and a fresh clone may sit anywhere. But said, so that a run
-			// on the copy alone is never mistaken for one on both.
-			t.Logf("no %s beside this clone: testing the copy in testdata only", dir)
-		}
-		for _, p := range paths {
-			if _, seen := byName[filepath.Base(p)]; !seen {
-				byName[filepath.Base(p)] = p
-			}
-		}
-	}
-	if len(byName) == 0 {
-		t.Fatal("no RedisBloom dumps at all")
-	}
-	var out []*bfGolden
-	for _, name := range slices.Sorted(func(yield func(string) bool) {
-		for n := range byName {
-			if !yield(n) {
-				return
-			}
-		}
-	}) {
-		data, err := os.ReadFile(byName[name])
-		if err != nil {
-			t.Fatal(err)
-		}
-		g := new(bfGolden)
-		if err := json.Unmarshal(data, g); err != nil {
-			t.Fatalf("%s: %v", byName[name], err)
-		}
-		out = append(out, g)
-	}
-	return out
-}
-
-var bfRangeRE = regexp.MustCompile(`^'([^']*)' \+ decimal i for i < (\d+)`)
-
-// bfRange expands a description "'prefix' + decimal i for i < n".
-func bfRange(t testing.TB, desc string) [][]byte {
-	t.Helper()
-	m := bfRangeRE.FindStringSubmatch(desc)
-	if m == nil {
-		t.Fatalf("cannot read the items from %q", desc)
-	}
-	n, _ := strconv.Atoi(m[2])
-	items := make([][]byte, n)
-	for i := range items {
-		items[i] = strconv.AppendInt([]byte(m[1]), int64(i), 10)
-	}
-	return items
-}
-
-func (g *bfGolden) items(t testing.TB) [][]byte {
-	items := bfRange(t, g.Items)
-	if len(items) != g.NTextItems {
-		t.Fatalf("%s: %d text items described, n_text_items %d", g.Name, len(items), g.NTextItems)
-	}
-	for _, h := range g.BinaryItemsHex {
-		b, err := hex.DecodeString(h)
-		if err != nil {
-			t.Fatal(err)
-		}
-		items = append(items, b)
-	}
-	return items
-}
-
-// config is the reservation the file was made with, or BF.ADD's defaults.
-func (g *bfGolden) config(t testing.TB) Config {
+// reserveConfig is the reservation a dump was made with, or BF.ADD's
+// defaults.
+func reserveConfig(t testing.TB, g *redisbloomtest.Dump) Config {
 	c := Config{Capacity: DefaultCapacity, ErrorRate: DefaultErrorRate, Expansion: DefaultExpansion}
 	if g.Reserve == nil {
 		return c
@@ -184,10 +68,10 @@ var bfVariants = []struct {
 // checkBFState checks a chain against a recorded state: its BF.INFO, its
 // dump chunk by chunk, and its answers: 1 for every added item and, for
 // the 20,000 absent probes, 1 for exactly the ones RedisBloom said 1 to.
-func checkBFState(t *testing.T, f bfChainUnderTest, want *bfGoldenState, added, probes [][]byte) {
+func checkBFState(t *testing.T, f bfChainUnderTest, want *redisbloomtest.State, added, probes [][]byte) {
 	t.Helper()
 	in := f.Info()
-	got := bfGoldenInfo{Capacity: in.Capacity, Size: in.Size, Filters: in.Filters, Items: in.Items}
+	got := redisbloomtest.Info{Capacity: in.Capacity, Size: in.Size, Filters: in.Filters, Items: in.Items}
 	if !in.NonScaling {
 		got.Expansion = &in.Expansion
 	}
@@ -251,11 +135,11 @@ func firstDiff(a, b []int) []int {
 // from the same reservation and items must reach the same state too, which
 // checks the sizing of the first filter.
 func TestRedisBloomGolden(t *testing.T) {
-	for _, g := range loadBFGolden(t) {
+	for _, g := range redisbloomtest.Load(t, "..") {
 		for _, v := range bfVariants {
 			t.Run(g.Name+"/"+v.name, func(t *testing.T) {
-				items, probes := g.items(t), bfRange(t, g.AbsentProbes)
-				more := bfRange(t, g.AfterMore.MoreItems)
+				items, probes := g.Added(t), redisbloomtest.Range(t, g.AbsentProbes)
+				more := redisbloomtest.Range(t, g.AfterMore.MoreItems)
 				f, err := v.fromHeader(g.Chunks[0].Data)
 				if err != nil {
 					t.Fatalf("header: %v", err)
@@ -268,9 +152,9 @@ func TestRedisBloomGolden(t *testing.T) {
 						t.Fatalf("LOADCHUNK %d: %v", c.Iterator, err)
 					}
 				}
-				checkBFState(t, f, &g.bfGoldenState, items, probes)
+				checkBFState(t, f, &g.State, items, probes)
 
-				fresh, err := v.fromConfig(g.config(t))
+				fresh, err := v.fromConfig(reserveConfig(t, g))
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -279,7 +163,7 @@ func TestRedisBloomGolden(t *testing.T) {
 						t.Fatal(err)
 					}
 				}
-				checkBFState(t, fresh, &g.bfGoldenState, items, probes)
+				checkBFState(t, fresh, &g.State, items, probes)
 
 				full := 0
 				for _, item := range more {
@@ -296,7 +180,7 @@ func TestRedisBloomGolden(t *testing.T) {
 				if full == 0 {
 					added = append(slices.Clone(items), more...)
 				}
-				checkBFState(t, f, &g.AfterMore.bfGoldenState, added, probes)
+				checkBFState(t, f, &g.AfterMore.State, added, probes)
 			})
 		}
 	}
