@@ -212,7 +212,7 @@ func (f *AtomicFilter) Reset() {
 // Equal reports whether f and other have the same geometry, seed and bits.
 func (f *AtomicFilter) Equal(other *AtomicFilter) bool { return f.equalBits(&other.layout) }
 
-// ToFilter returns a Filter holding a copy of f's bits, for single-goroutine
+// ToPlain returns a Filter holding a copy of f's bits, for single-goroutine
 // use or for comparing against one. Keys added during the copy may or may
 // not be in it.
-func (f *AtomicFilter) ToFilter() *Filter { return &Filter{f.clone()} }
+func (f *AtomicFilter) ToPlain() *Filter { return &Filter{f.clone()} }

@@ -85,7 +85,7 @@ func testAtomicConcurrent(t *testing.T) {
 			ref.AddString(key(w, i))
 		}
 	}
-	if !a.ToFilter().Equal(ref) {
+	if !a.ToPlain().Equal(ref) {
 		t.Fatal("concurrent AtomicFilter differs from the sequential Filter")
 	}
 }

@@ -57,8 +57,8 @@ func TestBatchMatchesSingle(t *testing.T) {
 			hf.AddHashes(hs)
 			ha.AddHashes(hs)
 			for name, g := range map[string]*Filter{"Filter.AddBatch": f, "Filter.AddBatchStrings": fs,
-				"AtomicFilter.AddBatch": a.ToFilter(), "AtomicFilter.AddBatchStrings": as.ToFilter(),
-				"Filter.AddHashes": hf, "AtomicFilter.AddHashes": ha.ToFilter()} {
+				"AtomicFilter.AddBatch": a.ToPlain(), "AtomicFilter.AddBatchStrings": as.ToPlain(),
+				"Filter.AddHashes": hf, "AtomicFilter.AddHashes": ha.ToPlain()} {
 				if !g.Equal(ref) {
 					t.Errorf("%s sets other bits than Add", name)
 				}

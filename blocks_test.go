@@ -100,7 +100,7 @@ func TestAppendOrBlocksRoundTrip(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if !plain.Equal(f) || !atomicCopy.ToFilter().Equal(f) {
+	if !plain.Equal(f) || !atomicCopy.ToPlain().Equal(f) {
 		t.Fatal("filter rebuilt from its blocks differs")
 	}
 }

@@ -317,8 +317,8 @@ func ExpectedCountingFPR(n, blocks uint64, k int) float64 {
 	return fpr.Rate(counterTable.ints(k), float64(n)/float64(blocks))
 }
 
-// CountingSize is Size for a counting filter: the blocks and k that
+// CountingGeometry is Geometry for a counting filter: the blocks and k that
 // NewCounting uses for n keys at false positive rate p.
-func CountingSize(n uint64, p float64) (blocks uint64, k int, err error) {
+func CountingGeometry(n uint64, p float64) (blocks uint64, k int, err error) {
 	return counterTable.size(n, p)
 }

@@ -127,8 +127,8 @@ func (f *AtomicCountingFilter) Equal(other *AtomicCountingFilter) bool {
 	return f.equal(&other.countingLayout)
 }
 
-// ToCounting returns a CountingFilter holding a copy of f's counters.
-func (f *AtomicCountingFilter) ToCounting() *CountingFilter {
+// ToPlain returns a CountingFilter holding a copy of f's counters.
+func (f *AtomicCountingFilter) ToPlain() *CountingFilter {
 	c := f.countingLayout
 	c.blocks = alignedBlocks(f.nblocks)
 	for i := range f.blocks {

@@ -29,7 +29,7 @@
 // false positives, so a blocked filter needs more bits than the textbook
 // m = −n·ln p / ln²2 (9.59 bits per key at 1%); sized by that formula it
 // misses its target (about 1.2% at 1%, by the model below and as
-// docs/charts.md measures). New(n, p) and Size instead use the exact rate
+// docs/charts.md measures). New(n, p) and Geometry instead use the exact rate
 // of a blocked one-hash filter, a Poisson mixture over the keys per block
 // (ExpectedFPR): for each k they find the largest load whose rate is at
 // most 0.98·p, take the k with the fewest bits per key, and then add
@@ -60,7 +60,7 @@
 // with TSX (RTM) the vector code sets a new key's bits in one hardware
 // transaction instead, falling back to the atomic ORs when it aborts;
 // OHBLOOM_RTM=off in the environment keeps the ORs. ToAtomic and
-// ToFilter convert between them, so a filter can be bulk-built on one
+// ToPlain convert between them, so a filter can be bulk-built on one
 // goroutine and then published.
 //
 // # Batches and bulk loads

@@ -15,7 +15,7 @@ func ExampleNew() {
 
 	fmt.Println(f.TestString("did:plc:alice|did:plc:bob"))
 	fmt.Println(f.TestString("did:plc:alice|did:plc:carol"))
-	fmt.Printf("k=%d, %.1f bits per key\n", f.K(), float64(f.Cap())/1_000_000)
+	fmt.Printf("k=%d, %.1f bits per key\n", f.K(), float64(f.Bits())/1_000_000)
 	// Output:
 	// true
 	// false

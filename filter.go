@@ -122,8 +122,8 @@ func (f *Filter) testAndAddHash(h uint64) bool {
 	return false
 }
 
-// Cap returns the number of bits in the filter, a multiple of 512.
-func (l *layout) Cap() uint64 { return l.nblocks * blockBits }
+// Bits returns the number of bits in the filter, a multiple of 512.
+func (l *layout) Bits() uint64 { return l.nblocks * blockBits }
 
 // K returns the number of bits each key sets: one per partition of a block.
 func (l *layout) K() int { return l.k }
@@ -147,7 +147,7 @@ func (l *layout) FillRatio() float64 {
 	if l.nblocks == 0 {
 		return 0
 	}
-	return float64(l.popcount()) / float64(l.Cap())
+	return float64(l.popcount()) / float64(l.Bits())
 }
 
 // EstimatedCount estimates the number of distinct keys added, from the number
@@ -224,5 +224,5 @@ func (l *layout) bitsPerKey() float64 {
 	if l.capacity == 0 {
 		return math.NaN()
 	}
-	return float64(l.Cap()) / float64(l.capacity)
+	return float64(l.Bits()) / float64(l.capacity)
 }

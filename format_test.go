@@ -175,7 +175,7 @@ func TestDecodeErrors(t *testing.T) {
 			if want == errNone && err != nil || want != errNone && !errors.Is(err, want) {
 				t.Errorf("ReadFrom: %v, want %v", err, want)
 			}
-			if err != nil && !akeep.ToFilter().Equal(before) {
+			if err != nil && !akeep.ToPlain().Equal(before) {
 				t.Error("ReadFrom changed the filter on error")
 			}
 		})

@@ -40,13 +40,13 @@ import (
 //     AddBatch, where the whole copies are 1.8-2x.
 //
 // A load uses whole copies when there are at most maxCopies workers and
-// the copies fit the memory budget (LoadConfig), block ranges when one
+// the copies fit the memory budget (ParallelConfig), block ranges when one
 // filter fits it, and otherwise atomic adds to the shared filter. A load
 // too small to fill the blocks (fewer keys than blocks) would spend more
 // on a copy than it saves, so it adds to the shared filter directly.
 
-// LoadConfig tunes a bulk load by AddParallelWith or AddSeqWith.
-type LoadConfig struct {
+// ParallelConfig tunes a bulk load by AddParallelWith or AddSeqWith.
+type ParallelConfig struct {
 	// MaxMemory bounds what the load allocates beside the filter and the
 	// keys, in bytes. Zero means a quarter of the machine's memory, or of
 	// the Go memory limit when one is set and lower. A budget that holds
@@ -76,7 +76,7 @@ const (
 )
 
 // plan returns how workers load keys (or more) into l under c.
-func (c LoadConfig) plan(l *layout, workers int, keys uint64) loadPlan {
+func (c ParallelConfig) plan(l *layout, workers int, keys uint64) loadPlan {
 	if workers < 2 || keys < l.nblocks {
 		return planShared
 	}
@@ -114,16 +114,16 @@ func defaultLoadMemory() uint64 {
 // whole copy of the filter per core, when those copies take at most a
 // quarter of the machine's memory; otherwise copies of block ranges that
 // add up to one filter. AddParallelWith sets another bound.
-func (f *AtomicFilter) AddParallel(keys [][]byte) { addParallel(f, keys, LoadConfig{}) }
+func (f *AtomicFilter) AddParallel(keys [][]byte) { addParallel(f, keys, ParallelConfig{}) }
 
 // AddParallelStrings is AddParallel for string keys.
-func (f *AtomicFilter) AddParallelStrings(keys []string) { addParallel(f, keys, LoadConfig{}) }
+func (f *AtomicFilter) AddParallelStrings(keys []string) { addParallel(f, keys, ParallelConfig{}) }
 
 // AddParallelWith is AddParallel with the memory of its private build
 // bounded by c.
-func (f *AtomicFilter) AddParallelWith(keys [][]byte, c LoadConfig) { addParallel(f, keys, c) }
+func (f *AtomicFilter) AddParallelWith(keys [][]byte, c ParallelConfig) { addParallel(f, keys, c) }
 
-func addParallel[K []byte | string](f *AtomicFilter, keys []K, c LoadConfig) {
+func addParallel[K []byte | string](f *AtomicFilter, keys []K, c ParallelConfig) {
 	workers := min(runtime.GOMAXPROCS(0), max(1, len(keys)/parallelMin))
 	switch c.plan(&f.layout, workers, uint64(len(keys))) {
 	case planCopies:
@@ -282,10 +282,12 @@ func inParallel(n int, fn func(from, to int)) {
 //			}
 //		}
 //	}
-func (f *AtomicFilter) AddSeq(keys iter.Seq[[]byte]) uint64 { return f.AddSeqWith(keys, LoadConfig{}) }
+func (f *AtomicFilter) AddSeq(keys iter.Seq[[]byte]) uint64 {
+	return f.AddSeqWith(keys, ParallelConfig{})
+}
 
 // AddSeqWith is AddSeq with the memory of its private build bounded by c.
-func (f *AtomicFilter) AddSeqWith(keys iter.Seq[[]byte], c LoadConfig) uint64 {
+func (f *AtomicFilter) AddSeqWith(keys iter.Seq[[]byte], c ParallelConfig) uint64 {
 	workers := runtime.GOMAXPROCS(0)
 	switch c.plan(&f.layout, workers, f.nblocks) {
 	case planCopies:

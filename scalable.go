@@ -41,7 +41,7 @@ const DefaultGrowth = 2
 // The constants are the best of a grid (first share, reach, ramp share,
 // exponent, decay) by the worst ratio to RedisBloom from 2× to 1024× at 1%
 // and 0.1%, among those that meet every bound above (those at 8× with
-// 0.5% to spare), computed with Size, which gives the bytes New allocates
+// 0.5% to spare), computed with Geometry, which gives the bytes New allocates
 // exactly, against RedisBloom's own sizing: go test -run
 // TestScheduleSearch -schedule.search -v prints it, docs/sizing.md has the
 // tables and the measured rates, and TestScheduleAgainstRedisBloom pins

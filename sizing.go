@@ -195,10 +195,10 @@ func checkMemory(n uint64) error {
 	return nil
 }
 
-// Size returns the geometry New uses for n keys at false positive rate p: the
-// number of 64-byte blocks and the number of partitions k. Of all k from 2 to
-// 16 it takes the one that meets p with the fewest blocks, by the exact rate
-// of a blocked one-hash filter (see package fpr):
+// Geometry returns the geometry New uses for n keys at false positive rate
+// p: the number of 64-byte blocks and the number of partitions k. Of all k
+// from 2 to 16 it takes the one that meets p with the fewest blocks, by the
+// exact rate of a blocked one-hash filter (see package fpr):
 //
 //	FPR(λ) = Σ_j Poisson(j; λ) · Π_i (1 − (1 − 1/size_i)^j),  λ = n / blocks
 //
@@ -206,7 +206,7 @@ func checkMemory(n uint64) error {
 // rate strays further from the expected one: it adds blocks until the
 // expected rate plus two standard deviations of the realized one is within
 // the aim.
-func Size(n uint64, p float64) (blocks uint64, k int, err error) { return bitTable.size(n, p) }
+func Geometry(n uint64, p float64) (blocks uint64, k int, err error) { return bitTable.size(n, p) }
 
 // partitionTable is one shape of block: how many slots (bits, or counters)
 // it has and, for each k up to kmax, the sizes of its partitions.
@@ -229,7 +229,7 @@ func (t *partitionTable) ints(k int) []int {
 	return s
 }
 
-// size is Size for blocks of this table's shape.
+// size is Geometry for blocks of this table's shape.
 func (t *partitionTable) size(n uint64, p float64) (blocks uint64, k int, err error) {
 	if n == 0 {
 		return 0, 0, fmt.Errorf("%w: n is 0", ErrInvalidConfig)
@@ -315,7 +315,7 @@ var cachedLoads atomic.Int64
 
 // ExpectedFPR returns the false positive rate a filter of the given geometry
 // is expected to have once it holds n distinct keys, by the exact model
-// Size uses.
+// Geometry uses.
 func ExpectedFPR(n, blocks uint64, k int) float64 {
 	if blocks == 0 || k < minK || k > maxK {
 		return math.NaN()

@@ -130,7 +130,7 @@ var builders = []builder{
 		// A budget of one filter: the block-range build.
 		f := ohbloom.NewAtomic(uint64(n), 0.01)
 		live.start(f)
-		f.AddParallelWith(views, ohbloom.LoadConfig{MaxMemory: f.SizeBytes()})
+		f.AddParallelWith(views, ohbloom.ParallelConfig{MaxMemory: f.SizeBytes()})
 		live.stop()
 		return f.Test
 	}},
@@ -144,7 +144,7 @@ var builders = []builder{
 	{"atomic-addseq-ranges+streams", false, func(n int, keys Keys, _ [][]byte, live *liveStreams) func([]byte) bool {
 		f := ohbloom.NewAtomic(uint64(n), 0.01)
 		live.start(f)
-		f.AddSeqWith(keySeq(keys, n), ohbloom.LoadConfig{MaxMemory: f.SizeBytes()})
+		f.AddSeqWith(keySeq(keys, n), ohbloom.ParallelConfig{MaxMemory: f.SizeBytes()})
 		live.stop()
 		return f.Test
 	}},

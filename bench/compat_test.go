@@ -26,8 +26,8 @@ func TestBitsAndBloomsCompatibility(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if ours.Cap() != uint64(theirs.Cap()) || ours.K() != uint64(theirs.K()) {
-				t.Fatalf("sizes: ours m=%d k=%d, theirs m=%d k=%d", ours.Cap(), ours.K(), theirs.Cap(), theirs.K())
+			if ours.Bits() != uint64(theirs.Cap()) || ours.Hashes() != uint64(theirs.K()) {
+				t.Fatalf("sizes: ours m=%d k=%d, theirs m=%d k=%d", ours.Bits(), ours.Hashes(), theirs.Cap(), theirs.K())
 			}
 			for i := range c.n {
 				k := keys.At(i)[:c.keySize]
@@ -63,7 +63,7 @@ func TestBitsAndBloomsCompatibility(t *testing.T) {
 					fp++
 				}
 			}
-			t.Logf("m=%d k=%d: %d queries agree, %d false positives", ours.Cap(), ours.K(), c.n+20_000, fp)
+			t.Logf("m=%d k=%d: %d queries agree, %d false positives", ours.Bits(), ours.Hashes(), c.n+20_000, fp)
 		})
 	}
 }

@@ -27,7 +27,7 @@ var peers = []struct {
 }{
 	{"ohbloom", func(n uint64, p float64) (filter, float64) {
 		f := ohbloom.New(n, p)
-		return f, float64(f.Cap())
+		return f, float64(f.Bits())
 	}},
 	{"bitsandblooms", func(n uint64, p float64) (filter, float64) {
 		f := bloom.NewWithEstimates(uint(n), p)
@@ -40,7 +40,7 @@ var peers = []struct {
 		if err != nil {
 			panic(err)
 		}
-		return f, float64(f.Cap())
+		return f, float64(f.Bits())
 	}},
 }
 

@@ -163,11 +163,11 @@ func NewWithEstimates(s Strategy, n uint64, p float64) (*Filter, error) {
 // Strategy returns the filter's strategy.
 func (f *Filter) Strategy() Strategy { return f.strategy }
 
-// Cap returns the number of bits.
-func (f *Filter) Cap() uint64 { return f.m }
+// Bits returns the number of bits.
+func (f *Filter) Bits() uint64 { return f.m }
 
-// K returns the number of hashes per key.
-func (f *Filter) K() uint64 { return f.k }
+// Hashes returns the number of hashes per key.
+func (f *Filter) Hashes() uint64 { return f.k }
 
 // Add inserts key.
 func (f *Filter) Add(key []byte) { f.probe(key, true) }

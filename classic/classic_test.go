@@ -49,8 +49,8 @@ func TestClassicGuavaZeroKeys(t *testing.T) {
 		t.Fatal(err)
 	}
 	one, _ := NewWithEstimates(Guava, 1, 0.01)
-	if !zero.Equal(one) || zero.Cap() != 64 || zero.K() != 6 {
-		t.Errorf("n = 0: m = %d, k = %d; n = 1: m = %d, k = %d", zero.Cap(), zero.K(), one.Cap(), one.K())
+	if !zero.Equal(one) || zero.Bits() != 64 || zero.Hashes() != 6 {
+		t.Errorf("n = 0: m = %d, k = %d; n = 1: m = %d, k = %d", zero.Bits(), zero.Hashes(), one.Bits(), one.Hashes())
 	}
 	if _, err := NewWithEstimates(BitsAndBlooms, 0, 0.01); !errors.Is(err, ohbloom.ErrInvalidConfig) {
 		t.Errorf("bits-and-blooms with n = 0: %v", err)

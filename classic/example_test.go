@@ -11,7 +11,7 @@ func ExampleRead() {
 	// A filter written by Guava's BloomFilter.writeTo (here built in Go,
 	// byte for byte what Guava writes) is read and queried as Guava would.
 	g, _ := classic.NewWithEstimates(classic.Guava, 5_000_000, 0.01)
-	fmt.Println(g.Cap(), g.K())
+	fmt.Println(g.Bits(), g.Hashes())
 	g.AddString("from java")
 	data, _ := g.MarshalBinary()
 

@@ -117,7 +117,7 @@ func TestGuavaCompatibility(t *testing.T) {
 				keys.add(ours, i)
 			}
 			if mine, _ := ours.MarshalBinary(); !bytes.Equal(mine, written) {
-				t.Fatalf("our filter (m=%d k=%d) is not Guava's byte for byte (m=%d k=%d)", ours.Cap(), ours.K(), read.Cap(), read.K())
+				t.Fatalf("our filter (m=%d k=%d) is not Guava's byte for byte (m=%d k=%d)", ours.Bits(), ours.Hashes(), read.Bits(), read.Hashes())
 			}
 			positives := 0
 			for i := range keys.lines {
@@ -129,7 +129,7 @@ func TestGuavaCompatibility(t *testing.T) {
 					positives++
 				}
 			}
-			t.Logf("Guava → Go: m=%d k=%d, %d queries agree, %d false positives of 20000", read.Cap(), read.K(), len(keys.lines), positives)
+			t.Logf("Guava → Go: m=%d k=%d, %d queries agree, %d false positives of 20000", read.Bits(), read.Hashes(), len(keys.lines), positives)
 
 			// Go → Guava, with other parameters and keys.
 			other := newGuavaKeys(funnel, 5000, 2)

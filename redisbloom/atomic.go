@@ -141,7 +141,7 @@ func (f *AtomicFilter) addHash(a, b uint64) (bool, error) {
 		}
 		words = f.allocate(cur)
 	}
-	if cur.addAtomic(words, a, b) {
+	if cur.atomicAdd(words, a, b) {
 		cur.items.Add(1)
 		return true, nil
 	}

@@ -263,16 +263,16 @@ func (p *bfParams) add(words []uint64, a, b uint64) bool {
 	return isNew
 }
 
-// addAtomic is add for words shared with other goroutines: each missing bit
+// atomicAdd is add for words shared with other goroutines: each missing bit
 // is set with an atomic OR, and of two goroutines setting the same bit only
 // one sees it clear. The words are loaded first, all of them, and only
 // then ORed: a locked instruction is a full fence on x86, so ORing as it
 // goes would wait out each cache miss in turn instead of overlapping them
 // (661 against 384 ns per new item in a 22 MB filter).
-func (p *bfParams) addAtomic(words []uint64, a, b uint64) bool {
+func (p *bfParams) atomicAdd(words []uint64, a, b uint64) bool {
 	var buf [bfBatch]uint64
 	if p.hashes > bfBatch {
-		return p.addAtomicSlow(words, a, b)
+		return p.atomicAddSlow(words, a, b)
 	}
 	xs := buf[:p.hashes]
 	if p.n2 > 0 {
@@ -303,13 +303,13 @@ func (p *bfParams) addAtomic(words []uint64, a, b uint64) bool {
 	return isNew
 }
 
-// bfBatch is how many positions addAtomic gathers before touching memory:
+// bfBatch is how many positions atomicAdd gathers before touching memory:
 // every filter of an error rate above 10^-19.
 const bfBatch = 64
 
-// addAtomicSlow is addAtomic for filters of more than bfBatch hashes,
+// atomicAddSlow is atomicAdd for filters of more than bfBatch hashes,
 // which RedisBloom makes only for error rates below 10^-19.
-func (p *bfParams) addAtomicSlow(words []uint64, a, b uint64) bool {
+func (p *bfParams) atomicAddSlow(words []uint64, a, b uint64) bool {
 	isNew := false
 	if p.n2 > 0 {
 		mask, h := p.mod-1, a

@@ -426,9 +426,9 @@ func (rp *replayer) build(k kind, capacity uint64, rate float64, growth, seed ui
 	case kindScalable:
 		bytes, err = ohbloom.ScalableSizeBytes(ohbloom.Config{Capacity: capacity, FPR: rate, Growth: growth})
 	default:
-		size := ohbloom.Size
+		size := ohbloom.Geometry
 		if k == kindCounting {
-			size = ohbloom.CountingSize
+			size = ohbloom.CountingGeometry
 		}
 		var blocks uint64
 		blocks, _, err = size(capacity, rate)

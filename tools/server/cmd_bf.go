@@ -73,7 +73,7 @@ func (s *Server) newBloom(o bloomOptions) (*entry, error) {
 	var err error
 	if o.nonScaling {
 		var blocks uint64
-		blocks, _, err = ohbloom.Size(c.Capacity, c.FPR)
+		blocks, _, err = ohbloom.Geometry(c.Capacity, c.FPR)
 		size = blocks * ohbloom.BlockBytes
 	} else {
 		c.Growth = uint64(o.expansion)
