@@ -23,7 +23,7 @@ import (
 // The zero AtomicFilter is not usable; build one with NewAtomic,
 // NewAtomicWithConfig or Filter.ToAtomic.
 type AtomicFilter struct {
-	layout
+	core
 }
 
 // NewAtomic is New for an AtomicFilter: sized for n keys at rate p, with the
@@ -42,7 +42,7 @@ func NewAtomicWithConfig(c Config) (*AtomicFilter, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &AtomicFilter{f.layout}, nil
+	return &AtomicFilter{f.core}, nil
 }
 
 // Add inserts key. A key whose bits are all set writes nothing. A new key
@@ -53,17 +53,17 @@ func NewAtomicWithConfig(c Config) (*AtomicFilter, error) {
 // partition (see gen_probes.go). Add is one call, inlined into its caller,
 // as Filter.Add is (keyAtomicAdd).
 func (f *AtomicFilter) Add(key []byte) {
-	keyAtomicAdd(f.lay(), unsafe.SliceData(key), len(key))
+	keyAtomicAdd(f.raw(), unsafe.SliceData(key), len(key))
 }
 
 // AddString inserts key, without converting it to a byte slice.
 func (f *AtomicFilter) AddString(key string) {
-	keyAtomicAdd(f.lay(), unsafe.StringData(key), len(key))
+	keyAtomicAdd(f.raw(), unsafe.StringData(key), len(key))
 }
 
 // atomicAddKey hashes the n bytes at p and adds them to l, as addKey does
 // for Filter.
-func atomicAddKey(l *layout, p *byte, n int) {
+func atomicAddKey(l *core, p *byte, n int) {
 	h := xxh3.HashSeed(unsafe.Slice(p, n), l.seed)
 	l.atomicAddBits(l.blockOf(h), residue(h))
 }
@@ -167,8 +167,8 @@ func (f *AtomicFilter) testAndAddHash(h uint64) bool {
 // may run while other goroutines use f. The filters must have the same
 // geometry and seed.
 func (f *AtomicFilter) Union(other *AtomicFilter) error {
-	if !f.compatible(&other.layout) {
-		return incompatible(&f.layout, &other.layout)
+	if !f.compatible(&other.core) {
+		return incompatible(&f.core, &other.core)
 	}
 	for i := range f.blocks {
 		for w := range blockWords {
@@ -184,8 +184,8 @@ func (f *AtomicFilter) Union(other *AtomicFilter) error {
 // atomic ANDs. A key added to f concurrently may lose bits and so be
 // forgotten: do not Add during Intersect.
 func (f *AtomicFilter) Intersect(other *AtomicFilter) error {
-	if !f.compatible(&other.layout) {
-		return incompatible(&f.layout, &other.layout)
+	if !f.compatible(&other.core) {
+		return incompatible(&f.core, &other.core)
 	}
 	for i := range f.blocks {
 		for w := range blockWords {
@@ -210,7 +210,7 @@ func (f *AtomicFilter) Reset() {
 }
 
 // Equal reports whether f and other have the same geometry, seed and bits.
-func (f *AtomicFilter) Equal(other *AtomicFilter) bool { return f.equalBits(&other.layout) }
+func (f *AtomicFilter) Equal(other *AtomicFilter) bool { return f.equalBits(&other.core) }
 
 // ToPlain returns a Filter holding a copy of f's bits, for single-goroutine
 // use or for comparing against one. Keys added during the copy may or may

@@ -111,7 +111,7 @@ func TestExtremeKeys(t *testing.T) {
 }
 
 // TestNilFilterPanics holds the single-key calls to Go's nil receiver
-// panic: they pass the layout to the assembly with no nil check of their
+// panic: they pass the core to the assembly with no nil check of their
 // own (Filter.lay), so the fault has to come from inside it, for every
 // length of key the assembly hashes and for the longer keys it hands on.
 func TestNilFilterPanics(t *testing.T) {

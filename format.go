@@ -100,7 +100,7 @@ type header struct {
 	targetFPR float64
 }
 
-func (l *layout) header() header {
+func (l *core) header() header {
 	return header{kind: kindBlocked, hash: hashXXH3, k: l.k, seed: l.seed,
 		nblocks: l.nblocks, capacity: l.capacity, targetFPR: l.targetFPR}
 }
@@ -189,8 +189,8 @@ func decodeHeader(b []byte) (header, error) {
 	return h, nil
 }
 
-func (h header) layout() layout {
-	l := layout{capacity: h.capacity, targetFPR: h.targetFPR}
+func (h header) core() core {
+	l := core{capacity: h.capacity, targetFPR: h.targetFPR}
 	l.setGeometry(h.seed, h.nblocks, h.k)
 	return l
 }
@@ -238,7 +238,7 @@ func (f *Filter) WriteTo(w io.Writer) (int64, error) { return f.writeTo(w) }
 // checksum either way.
 func (f *AtomicFilter) WriteTo(w io.Writer) (int64, error) { return f.writeTo(w) }
 
-func (l *layout) writeTo(w io.Writer) (int64, error) { return writeBlocks(w, l.header(), l.blocks) }
+func (l *core) writeTo(w io.Writer) (int64, error) { return writeBlocks(w, l.header(), l.blocks) }
 
 // writeBlocks streams an encoded filter: header, blocks, checksum.
 func writeBlocks(w io.Writer, h header, blocks []block) (int64, error) {
@@ -295,7 +295,7 @@ func (f *Filter) MarshalBinary() ([]byte, error) { return f.marshal(), nil }
 // MarshalBinary returns the filter in the format of Filter.WriteTo.
 func (f *AtomicFilter) MarshalBinary() ([]byte, error) { return f.marshal(), nil }
 
-func (l *layout) marshal() []byte { return marshalBlocks(l.header(), l.blocks) }
+func (l *core) marshal() []byte { return marshalBlocks(l.header(), l.blocks) }
 
 // marshalBlocks returns an encoded filter.
 func marshalBlocks(h header, blocks []block) []byte {
@@ -315,12 +315,12 @@ func (f *Filter) UnmarshalBinary(data []byte) error { return f.unmarshal(data) }
 // run concurrently with any other method. On error f is unchanged.
 func (f *AtomicFilter) UnmarshalBinary(data []byte) error { return f.unmarshal(data) }
 
-func (l *layout) unmarshal(data []byte) error {
+func (l *core) unmarshal(data []byte) error {
 	h, blocks, err := unmarshalBlocks(data, kindBlocked)
 	if err != nil {
 		return err
 	}
-	nl := h.layout()
+	nl := h.core()
 	nl.blocks = blocks
 	*l = nl
 	return nil
@@ -364,12 +364,12 @@ func (f *Filter) ReadFrom(r io.Reader) (int64, error) { return f.readFrom(r) }
 // method.
 func (f *AtomicFilter) ReadFrom(r io.Reader) (int64, error) { return f.readFrom(r) }
 
-func (l *layout) readFrom(r io.Reader) (int64, error) {
+func (l *core) readFrom(r io.Reader) (int64, error) {
 	h, blocks, n, err := readBlocks(r, kindBlocked)
 	if err != nil {
 		return n, err
 	}
-	nl := h.layout()
+	nl := h.core()
 	nl.blocks = blocks
 	*l = nl
 	return n, nil

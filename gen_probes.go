@@ -7,7 +7,7 @@
 //
 // Why generate: with constant sizes and offsets every probe is a short run
 // of independent arithmetic that the CPU overlaps with the cache misses of
-// the keys before it. The generic loop over a table (layout.locate, kept as
+// the keys before it. The generic loop over a table (core.locate, kept as
 // the reference the tests compare against) loads its constants from memory
 // and builds the mask on the stack, which stalls store-to-load forwarding and
 // holds each key behind the previous one's miss: 1.5-2x slower on filters

@@ -76,7 +76,7 @@ const (
 )
 
 // plan returns how workers load keys (or more) into l under c.
-func (c ParallelConfig) plan(l *layout, workers int, keys uint64) loadPlan {
+func (c ParallelConfig) plan(l *core, workers int, keys uint64) loadPlan {
 	if workers < 2 || keys < l.nblocks {
 		return planShared
 	}
@@ -125,10 +125,10 @@ func (f *AtomicFilter) AddParallelWith(keys [][]byte, c ParallelConfig) { addPar
 
 func addParallel[K []byte | string](f *AtomicFilter, keys []K, c ParallelConfig) {
 	workers := min(runtime.GOMAXPROCS(0), max(1, len(keys)/parallelMin))
-	switch c.plan(&f.layout, workers, uint64(len(keys))) {
+	switch c.plan(&f.core, workers, uint64(len(keys))) {
 	case planCopies:
 		var next atomic.Int64 // the keys are taken a chunk at a time
-		copyLoad(f, workers, func(w int, private func() *layout) {
+		copyLoad(f, workers, func(w int, private func() *core) {
 			l := private()
 			for {
 				from := int(next.Add(copyChunk) - copyChunk)
@@ -141,7 +141,7 @@ func addParallel[K []byte | string](f *AtomicFilter, keys []K, c ParallelConfig)
 	case planRanges:
 		rangeBuild(f, keys, workers)
 	default:
-		inParallel(len(keys), func(from, to int) { runKeys(&f.layout, keys[from:to], opAtomicAdd, nil) })
+		inParallel(len(keys), func(from, to int) { runKeys(&f.core, keys[from:to], opAtomicAdd, nil) })
 	}
 }
 
@@ -152,17 +152,17 @@ const copyChunk = 1 << 16
 
 // copyLoad runs fill for workers 0 to workers-2 on goroutines of their
 // own and for the last one on the calling goroutine, each with a private
-// plain filter of f's layout (private allocates it on the first call, so a
+// plain filter of f's geometry (private allocates it on the first call, so a
 // worker that never calls it costs no memory). When all have returned it
 // ORs the copies into f, each worker over its own range of blocks, and
 // drops them. If the caller's fill panics, the others still finish and
 // publish before the panic goes on.
-func copyLoad(f *AtomicFilter, workers int, fill func(w int, private func() *layout)) {
+func copyLoad(f *AtomicFilter, workers int, fill func(w int, private func() *core)) {
 	copies := make([][]block, workers)
 	var built, wg sync.WaitGroup
 	built.Add(workers)
 	run := func(w int) {
-		var l *layout
+		var l *core
 		defer func() {
 			// Every copy is complete, and so visible here, once all the
 			// workers are past this point.
@@ -177,10 +177,10 @@ func copyLoad(f *AtomicFilter, workers int, fill func(w int, private func() *lay
 			lo, hi := f.nblocks*uint64(w)/uint64(workers), f.nblocks*uint64(w+1)/uint64(workers)
 			orCopies(f.blocks[lo:hi], all, lo)
 		}()
-		fill(w, func() *layout {
+		fill(w, func() *core {
 			if l == nil {
-				l = new(layout)
-				*l = f.layout
+				l = new(core)
+				*l = f.core
 				l.blocks = privateBlocks(f.nblocks)
 				copies[w] = l.blocks
 			}
@@ -223,7 +223,7 @@ func orCopies(dst []block, copies [][]block, lo uint64) {
 
 // rangeBuild is the bulk load in copies of block ranges (build).
 func rangeBuild[K []byte | string](f *AtomicFilter, keys []K, workers int) {
-	b := newBuild(&f.layout, workers, workers)
+	b := newBuild(&f.core, workers, workers)
 	var wg sync.WaitGroup
 	for w := range workers {
 		wg.Go(func() {
@@ -232,7 +232,7 @@ func rangeBuild[K []byte | string](f *AtomicFilter, keys []K, workers int) {
 			from, to := len(keys)*w/workers, len(keys)*(w+1)/workers
 			for at := from; at < to; at += batchSize {
 				n := min(batchSize, to-at)
-				hashWindow(&f.layout, hs[:n], keys[at:at+n])
+				hashWindow(&f.core, hs[:n], keys[at:at+n])
 				r.route(hs[:n])
 			}
 			r.finish()
@@ -289,7 +289,7 @@ func (f *AtomicFilter) AddSeq(keys iter.Seq[[]byte]) uint64 {
 // AddSeqWith is AddSeq with the memory of its private build bounded by c.
 func (f *AtomicFilter) AddSeqWith(keys iter.Seq[[]byte], c ParallelConfig) uint64 {
 	workers := runtime.GOMAXPROCS(0)
-	switch c.plan(&f.layout, workers, f.nblocks) {
+	switch c.plan(&f.core, workers, f.nblocks) {
 	case planCopies:
 		return f.addSeqCopies(keys, workers)
 	case planRanges:
@@ -333,7 +333,7 @@ func (f *AtomicFilter) addSeqCopies(keys iter.Seq[[]byte], workers int) (n uint6
 	for range cap(free) {
 		free <- &hashBatch{hs: make([]uint64, 0, seqBatch)}
 	}
-	apply := func(b *hashBatch, private func() *layout) {
+	apply := func(b *hashBatch, private func() *core) {
 		if b.private {
 			private().runHashes(b.hs, opAdd, nil)
 		} else {
@@ -342,7 +342,7 @@ func (f *AtomicFilter) addSeqCopies(keys iter.Seq[[]byte], workers int) (n uint6
 		b.hs = b.hs[:0]
 		free <- b
 	}
-	copyLoad(f, workers, func(w int, private func() *layout) {
+	copyLoad(f, workers, func(w int, private func() *core) {
 		if w < workers-1 {
 			for b := range waitBatches(full) {
 				apply(b, private)
@@ -477,7 +477,7 @@ func (f *AtomicFilter) addSeqRanges(keys iter.Seq[[]byte], workers int, private 
 			close(full)
 			full = nil
 			shared.Wait()
-			b = newBuild(&f.layout, workers, 1)
+			b = newBuild(&f.core, workers, 1)
 			r = b.router(-1)
 			hs = make([]uint64, 0, batchSize)
 			for w := range workers {
@@ -490,7 +490,7 @@ func (f *AtomicFilter) addSeqRanges(keys iter.Seq[[]byte], workers int, private 
 
 // build is a private bulk load (see the top of this file).
 type build struct {
-	l         *layout
+	l         *core
 	producers int // goroutines that route hashes
 	owners    []owner
 	free      chan []uint64 // spare route buffers
@@ -518,7 +518,7 @@ const routeLen = 1024
 // hashes h with ⌊h·workers/2^64⌋ = w, and so the blocks those hashes map
 // to, a contiguous range (two neighbours may share a block: each then ORs
 // its copy of it into the filter).
-func newBuild(l *layout, workers, producers int) *build {
+func newBuild(l *core, workers, producers int) *build {
 	b := &build{l: l, producers: producers, owners: make([]owner, workers),
 		free: make(chan []uint64, 4*workers*workers)}
 	for w := range b.owners {

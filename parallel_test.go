@@ -212,7 +212,7 @@ func testPrivateBuild(t *testing.T) {
 				planRanges: 2*a.SizeBytes() - 1, // below two copies, above one
 				planShared: a.SizeBytes() - 1,
 			}[c.load]}
-			if p := load.plan(&a.layout, min(workers, bulkN/2/parallelMin), uint64(bulkN/2)); p != c.load {
+			if p := load.plan(&a.core, min(workers, bulkN/2/parallelMin), uint64(bulkN/2)); p != c.load {
 				t.Fatalf("the load takes plan %d, want %d", p, c.load)
 			}
 			ref := a.ToPlain()
@@ -308,7 +308,7 @@ func TestLoadPlan(t *testing.T) {
 		{1 << 50, 2, keys - 1, planShared},
 		{1 << 50, 1, keys, planShared},
 	} {
-		if got := (ParallelConfig{MaxMemory: c.memory}).plan(&a.layout, c.workers, c.keys); got != c.want {
+		if got := (ParallelConfig{MaxMemory: c.memory}).plan(&a.core, c.workers, c.keys); got != c.want {
 			t.Errorf("%d bytes, %d workers, %d keys: plan %d, want %d", c.memory, c.workers, c.keys, got, c.want)
 		}
 	}
@@ -357,7 +357,7 @@ func TestAddSeqIteratorPanics(t *testing.T) {
 				t.Fatal(err)
 			}
 			c := ParallelConfig{MaxMemory: map[loadPlan]uint64{planCopies: 1 << 40, planRanges: a.SizeBytes(), planShared: 1}[load]}
-			if p := c.plan(&a.layout, 2, a.Blocks()); p != load {
+			if p := c.plan(&a.core, 2, a.Blocks()); p != load {
 				t.Fatalf("plan %d, want %d", p, load)
 			}
 			func() {

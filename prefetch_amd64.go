@@ -26,7 +26,7 @@ const (
 func prefetchBlocks(blocks unsafe.Pointer, nblocks uint64, hs []uint64)
 
 // prefetch starts the cache misses of the blocks of hs.
-func (l *layout) prefetch(hs []uint64) {
+func (l *core) prefetch(hs []uint64) {
 	if len(hs) > 0 {
 		prefetchBlocks(unsafe.Pointer(&l.blocks[0]), l.nblocks, hs)
 	}

@@ -5,7 +5,7 @@
 // func prefetchBlocks(blocks unsafe.Pointer, nblocks uint64, hs []uint64)
 //
 // For each hash h, PREFETCHT0 the block hi64(h·nblocks): the same fastrange
-// as layout.blockOf. A prefetch retires at once, unlike a load that misses,
+// as core.blockOf. A prefetch retires at once, unlike a load that misses,
 // so a whole batch of cache misses is in flight while the CPU works on
 // earlier keys.
 TEXT ·prefetchBlocks(SB), NOSPLIT|NOFRAME, $0-40

@@ -25,7 +25,7 @@ const (
 // instruction it loads the first word of each block: the loads are
 // independent, so the misses overlap, though unlike a prefetch each one
 // holds back the instructions after it until its data arrives.
-func (l *layout) prefetch(hs []uint64) {
+func (l *core) prefetch(hs []uint64) {
 	var sum uint64
 	for _, h := range hs {
 		sum += atomic.LoadUint64(&l.blockOf(h)[0])

@@ -73,7 +73,7 @@ func decodeSchedule(b []byte) (schedule, error) {
 
 // writeStages writes a scalable filter in format version 2, see
 // ScalableFilter.WriteTo.
-func writeStages(w io.Writer, c Config, s schedule, stages []*layout, counts []uint64) (int64, error) {
+func writeStages(w io.Writer, c Config, s schedule, stages []*core, counts []uint64) (int64, error) {
 	sum := xxh3.New()
 	hw := hashingWriter{w, sum}
 	hdr := header{version: FormatV2, kind: kindScalable, hash: hashXXH3, seed: c.Seed,
@@ -107,7 +107,7 @@ func writeStages(w io.Writer, c Config, s schedule, stages []*layout, counts []u
 type decodedStages struct {
 	config   Config
 	schedule schedule
-	stages   []layout
+	stages   []core
 	counts   []uint64
 }
 
@@ -165,7 +165,7 @@ func readStages(r io.Reader) (decodedStages, int64, error) {
 			return d, in.N, fmt.Errorf("%w: stage %d is sized for %d keys at %v with seed %#x, want %d at %v with %#x",
 				ErrCorrupt, i, sh.capacity, sh.targetFPR, sh.seed, want.Capacity, want.FPR, c.Seed)
 		}
-		l := sh.layout()
+		l := sh.core()
 		l.blocks = blocks
 		d.stages = append(d.stages, l)
 	}
@@ -237,9 +237,9 @@ func readStages(r io.Reader) (decodedStages, int64, error) {
 // stage but the newest counts as full, and the newest's count is
 // estimated from its bits.
 func (s *ScalableFilter) WriteTo(w io.Writer) (int64, error) {
-	ls := make([]*layout, len(s.stages))
+	ls := make([]*core, len(s.stages))
 	for i, f := range s.stages {
-		ls[i] = &f.layout
+		ls[i] = &f.core
 	}
 	return writeStages(w, s.config, s.schedule, ls, s.counts)
 }
@@ -267,9 +267,9 @@ func (s *ScalableFilter) ReadFrom(r io.Reader) (int64, error) {
 // added may or may not include them.
 func (s *AtomicScalableFilter) WriteTo(w io.Writer) (int64, error) {
 	stages := *s.stages.Load()
-	ls := make([]*layout, len(stages))
+	ls := make([]*core, len(stages))
 	for i, st := range stages {
-		ls[i] = &st.f.layout
+		ls[i] = &st.f.core
 	}
 	return writeStages(w, s.config, s.schedule, ls, stageCounts(stages))
 }

@@ -78,10 +78,10 @@ var ErrTooLarge = errors.New("ohbloom: filter too large")
 // ErrInvalidConfig too). The filter still answers for every key it holds.
 var ErrFull = errors.New("ohbloom: filter is full")
 
-// plan turns a Config into a layout with no storage yet, for a filter
+// plan turns a Config into a core with no storage yet, for a filter
 // about to be allocated here: one larger than this machine's memory is
 // ErrTooLarge.
-func (c Config) plan() (layout, error) {
+func (c Config) plan() (core, error) {
 	l, err := c.planLayout()
 	if err == nil {
 		err = checkMemory(l.nblocks)
@@ -91,8 +91,8 @@ func (c Config) plan() (layout, error) {
 
 // planLayout is plan without the memory check, for a Layout whose bits
 // live elsewhere (NewLayout; a Redis-stored filter).
-func (c Config) planLayout() (layout, error) {
-	var l layout
+func (c Config) planLayout() (core, error) {
+	var l core
 	nblocks, k, seed, err := c.geometry(bitTable)
 	if err != nil {
 		return l, err
@@ -146,24 +146,6 @@ func (c Config) unboundedGeometry(table *partitionTable) (nblocks uint64, k int,
 	}
 	nblocks, k, err = table.size(c.Capacity, c.FPR)
 	return nblocks, k, seed, err
-}
-
-// setGeometry sets the seed, the block count and k, and everything made
-// from them.
-func (l *layout) setGeometry(seed, nblocks uint64, k int) {
-	l.seed = seed
-	l.secret.fold(seed)
-	l.nblocks, l.k, l.parts = nblocks, k, partitionsFor(k)
-	l.test, l.atomicTest, l.add, l.atomicAdd, l.mask = testFuncs[k], atomicTestFuncs[k], addFuncs[k], atomicAddFuncs[k], maskFuncs[k]
-	l.setVec(newVecProbe(l.parts[:k]))
-}
-
-// setVec sets l's vector probe, p or nil, with vec8.
-func (l *layout) setVec(p *vecProbe) {
-	l.vec, l.vec8 = p, nil
-	if l.k <= 8 {
-		l.vec8 = p
-	}
 }
 
 // checkBlocks refuses block counts beyond MaxBlocks, beyond what a slice can

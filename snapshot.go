@@ -27,7 +27,7 @@ func (f *Filter) Save(path string) error { return f.save(path) }
 // snapshot, which is consistent with its checksum either way.
 func (f *AtomicFilter) Save(path string) error { return f.save(path) }
 
-func (l *layout) save(path string) error { return SaveFile(path, writerToFunc(l.writeTo)) }
+func (l *core) save(path string) error { return SaveFile(path, writerToFunc(l.writeTo)) }
 
 // writerToFunc lets an unexported encoder be passed as an io.WriterTo.
 type writerToFunc func(io.Writer) (int64, error)
@@ -147,7 +147,7 @@ func Load(path string) (*Filter, error) {
 // keeps the old file's pages until Close, and the next Open sees the new
 // file. Never copy over a file that a process has open.
 type Snapshot struct {
-	layout
+	core
 	mapping []byte // the mapped file, nil when it was read
 	path    string
 }
@@ -206,7 +206,7 @@ func open(path string, verify bool) (*Snapshot, error) {
 		}
 		return nil, fmt.Errorf("ohbloom: open %s: %w: %d bytes, the header announces %d", path, kind, st.Size(), want)
 	}
-	s := &Snapshot{layout: h.layout(), path: path}
+	s := &Snapshot{core: h.core(), path: path}
 	if s.mapping, s.blocks, err = mapBlocks(file, h.nblocks); err != nil {
 		return nil, fmt.Errorf("ohbloom: open %s: %w", path, err)
 	}
@@ -217,7 +217,7 @@ func open(path string, verify bool) (*Snapshot, error) {
 		if err != nil {
 			return nil, err
 		}
-		s.layout = f.layout
+		s.core = f.core
 		return s, nil
 	}
 	if verify {
@@ -322,7 +322,7 @@ func (s *Snapshot) TestHash(h uint64) bool { return s.testBits(s.blockOf(h), res
 
 // TestBatch tests keys as Filter.TestBatch does.
 func (s *Snapshot) TestBatch(keys [][]byte, results []bool) {
-	runKeys(&s.layout, keys, opTest, results)
+	runKeys(&s.core, keys, opTest, results)
 }
 
 // TestHashes tests hashes as Filter.TestHashes does.

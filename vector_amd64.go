@@ -68,35 +68,35 @@ func vecAtomicAdd(b *block, x uint32, p *vecProbe) (present bool)
 // jumps to testHash; a key longer than 128 bytes goes to testKey.
 //
 //go:noescape
-func keyTest(l *layout, p *byte, n int) bool
+func keyTest(l *core, p *byte, n int) bool
 
 // keyAdd is Filter.Add of the n bytes at p, as keyTest is Test, with
 // addHash and addKey as its ways out.
 //
 //go:noescape
-func keyAdd(l *layout, p *byte, n int)
+func keyAdd(l *core, p *byte, n int)
 
 // keyAtomicAdd is AtomicFilter.Add of the n bytes at p, as keyAdd is
 // Filter.Add; atomicAddHash and atomicAddKey add what it does not.
 //
 //go:noescape
-func keyAtomicAdd(l *layout, p *byte, n int)
+func keyAtomicAdd(l *core, p *byte, n int)
 
 // testHash and addHash are keyTest's and keyAdd's generated probes, for
-// a layout with no vector probe: the assembly hashes the key, puts the hash
+// a core with no vector probe: the assembly hashes the key, puts the hash
 // where the key's pointer was and jumps here. The unnamed third argument
 // keeps testHash's result where keyTest's is.
-func testHash(l *layout, h uint64, _ int) bool { return l.test(l.blockOf(h), residue(h)) }
-func addHash(l *layout, h uint64, _ int)       { l.add(l.blockOf(h), residue(h)) }
+func testHash(l *core, h uint64, _ int) bool { return l.test(l.blockOf(h), residue(h)) }
+func addHash(l *core, h uint64, _ int)       { l.add(l.blockOf(h), residue(h)) }
 
 // atomicAddHash is addHash for keyAtomicAdd.
-func atomicAddHash(l *layout, h uint64, _ int) { l.atomicAddBits(l.blockOf(h), residue(h)) }
+func atomicAddHash(l *core, h uint64, _ int) { l.atomicAddBits(l.blockOf(h), residue(h)) }
 
 // keyHash is the hash of keyTest and keyAdd alone: XXH3-64 with l's seed
 // of the n bytes at p, ok false for keys longer than 128 bytes.
 //
 //go:noescape
-func keyHash(l *layout, p *byte, n int) (h uint64, ok bool)
+func keyHash(l *core, p *byte, n int) (h uint64, ok bool)
 
 // keyHashes is keyHash over many keys: key i's header ([]byte or string:
 // pointer, then length) is at keys + i·stride. It hashes into hs until hs
@@ -104,14 +104,14 @@ func keyHash(l *layout, p *byte, n int) (h uint64, ok bool)
 // hashed.
 //
 //go:noescape
-func keyHashes(l *layout, keys unsafe.Pointer, stride uintptr, hs []uint64) int
+func keyHashes(l *core, keys unsafe.Pointer, stride uintptr, hs []uint64) int
 
 // hashWindow hashes keys into hs with the assembly hash, the single-key
 // calls' own: in one call per window rather than a Go call of xxh3's
 // per key, which made the batched calls slower than a loop of Test on a
 // filter in the caches (7.8 against 6.4 ns a key on an AMD EPYC, 10^6
 // keys). A key longer than it takes goes to xxh3.
-func hashWindow[K []byte | string](l *layout, hs []uint64, keys []K) {
+func hashWindow[K []byte | string](l *core, hs []uint64, keys []K) {
 	keys = keys[:len(hs)]
 	for i := 0; i < len(hs); {
 		i += keyHashes(l, unsafe.Pointer(&keys[i]), unsafe.Sizeof(keys[i]), hs[i:])
@@ -125,7 +125,7 @@ func hashWindow[K []byte | string](l *layout, hs []uint64, keys []K) {
 // hashSecret is the first 128 bytes of XXH3's default secret, as words,
 // with a seed folded in as XXH3 folds it for keys of 17 to 128 bytes: added
 // to the first word of each 16-byte pair, subtracted from the second. The
-// assembly hash reads it from the layout rather than fold the seed into
+// assembly hash reads it from the core rather than fold the seed into
 // each word on every key: 4 instructions fewer on a 32-byte key.
 type hashSecret [16]uint64
 
@@ -149,7 +149,7 @@ func (s *hashSecret) fold(seed uint64) {
 }
 
 // vecTestHashes and vecAddHashes are vecTest and vecAdd over a window of
-// hashes, their blocks found as layout.blockOf finds them
+// hashes, their blocks found as core.blockOf finds them
 // (vector_amd64.s). results must be at least as long as hs.
 //
 //go:noescape
@@ -173,14 +173,14 @@ func vecAddEntries(blocks []block, ps []uint64, p *vecProbe) {
 
 // vecTestWindow tests the keys of hs with the vector probe, answers in
 // results[i]; vecAddWindow adds them.
-func (l *layout) vecTestWindow(hs []uint64, results []bool) {
+func (l *core) vecTestWindow(hs []uint64, results []bool) {
 	if len(hs) > 0 {
 		_ = results[len(hs)-1]
 		vecTestHashes(unsafe.Pointer(&l.blocks[0]), l.nblocks, hs, results, l.vec)
 	}
 }
 
-func (l *layout) vecAddWindow(hs []uint64) {
+func (l *core) vecAddWindow(hs []uint64) {
 	if len(hs) > 0 {
 		vecAddHashes(unsafe.Pointer(&l.blocks[0]), l.nblocks, hs, l.vec)
 	}

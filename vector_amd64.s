@@ -264,7 +264,7 @@ atomic_done:
 // func vecTestHashes(blocks unsafe.Pointer, nblocks uint64, hs []uint64, results []bool, p *vecProbe)
 //
 // vecTest of every hash of hs, its block found by fastrange as
-// layout.blockOf does, the answers written to results: the batched
+// core.blockOf does, the answers written to results: the batched
 // calls' probe, with no call, no VZEROUPPER and no Go loop per key.
 // results is at least as long as hs.
 TEXT ·vecTestHashes(SB), NOSPLIT|NOFRAME, $0-72
@@ -490,22 +490,22 @@ GLOBL ·wordStarts(SB), RODATA|NOPTR, $64
 	XORQ  DX, AX
 
 // FOLD adds to R10 the folded 128-bit product of the key's words at a and
-// b, keyed by the words of the layout's secret (in DI) at byte offset off
+// b, keyed by the words of the core's secret (in DI) at byte offset off
 // and off+8, which hold the seed already; uses AX, CX, DX.
 #define FOLD(a, b, off) \
-	MOVQ (layout_secret+off)(DI), AX   \
+	MOVQ (core_secret+off)(DI), AX   \
 	XORQ a, AX                         \
-	MOVQ (layout_secret+off+8)(DI), CX \
+	MOVQ (core_secret+off+8)(DI), CX \
 	XORQ b, CX                         \
 	MULQ CX                            \
 	XORQ DX, AX                        \
 	ADDQ AX, R10
 
 // HASH leaves in AX the hash of the R11 bytes at SI with the seed of the
-// layout in DI, or jumps to long when there are more than 128. Uses CX,
+// core in DI, or jumps to long when there are more than 128. Uses CX,
 // DX, R9, R10. The constants are XXH3's primes and, for up to 16 bytes,
 // words of its default secret; for 17 to 128 bytes the secret comes from
-// the layout with the seed folded in already (hashSecret), two
+// the core, with the seed folded in already (hashSecret), two
 // instructions fewer a pair of words. Keys of 17 to 32 bytes run
 // straight through from the routine's start, which the linker aligns, with
 // no branch taken; the other lengths are HASH_OUT's, which each routine
@@ -548,18 +548,18 @@ hash_16:                                                                 \
 	SHLQ    $8, CX                                                   \
 	ORQ     CX, AX                                                   \
 	MOVQ    $0x87275a9b, CX                                          \
-	ADDQ    layout_seed(DI), CX                                      \
+	ADDQ    core_seed(DI), CX                                      \
 	XORQ    CX, AX                                                   \
 	AVALANCHE_SMALL                                                  \
 	JMP     hashed                                                   \
 hash_0:                                                                  \
 	MOVQ $0x8726f9105dc21ddc, AX                                     \
-	XORQ layout_seed(DI), AX                                         \
+	XORQ core_seed(DI), AX                                         \
 	AVALANCHE_SMALL                                                  \
 	JMP  hashed                                                      \
 hash_4:                                                                  \
 	/* 4 to 8 bytes: the first and last four, and rrmxmx */          \
-	MOVQ    layout_seed(DI), R9                                      \
+	MOVQ    core_seed(DI), R9                                      \
 	MOVL    R9, DX                                                   \
 	BSWAPL  DX                                                       \
 	SHLQ    $32, DX                                                  \
@@ -591,10 +591,10 @@ hash_4:                                                                  \
 hash_9:                                                                  \
 	/* 9 to 16 bytes: the first and last eight */                    \
 	MOVQ    $0x6782737bea4239b9, AX                                  \
-	ADDQ    layout_seed(DI), AX                                      \
+	ADDQ    core_seed(DI), AX                                      \
 	XORQ    (SI), AX                                                 \
 	MOVQ    $0xaf56bc3b0996523a, CX                                  \
-	SUBQ    layout_seed(DI), CX                                      \
+	SUBQ    core_seed(DI), CX                                      \
 	XORQ    -8(SI)(R11*1), CX                                        \
 	MOVQ    AX, R10                                                  \
 	BSWAPQ  R10                                                      \
@@ -634,17 +634,17 @@ hash_pair2:                                                              \
 	MOVQ n+16(FP), R11        \
 	HASH(long)
 
-// BLOCK finds the block of the hash in AX as layout.blockOf does: it
+// BLOCK finds the block of the hash in AX as core.blockOf does: it
 // leaves the filter's first block in AX and the block's byte offset from
 // it in DX, so that a read can address it with no add, and the residue in
 // BX.
 #define BLOCK \
 	MOVL AX, BX                \
-	MULQ layout_nblocks(DI)    \
+	MULQ core_nblocks(DI)    \
 	SHLQ $6, DX                \
-	MOVQ layout_blocks(DI), AX
+	MOVQ core_blocks(DI), AX
 
-// VECBLOCK loads the vector probe at field of the layout in DI into CX
+// VECBLOCK loads the vector probe at field of the core in DI into CX
 // and, when there is one, loads LANEBITS and does BLOCK; when there is
 // none it jumps to none with the hash still in AX.
 #define VECBLOCK(field, none) \
@@ -657,15 +657,15 @@ hash_pair2:                                                              \
 // KEYBLOCK is KEY, then VECBLOCK for a vector probe of one half (vec8):
 // the block at (AX)(DX*1), the residue in BX, the probe in CX. Without
 // one it jumps to wide, where WIDE does the same for a probe of two halves
-// (vec) or jumps to scalar where the layout has no vector probe; for a
+// (vec) or jumps to scalar where the core has no vector probe; for a
 // long key, to long.
 #define KEYBLOCK(long, wide) \
 	KEY(long)                       \
-	VECBLOCK(layout_vec8, wide)
+	VECBLOCK(core_vec8, wide)
 
-#define WIDE(scalar) VECBLOCK(layout_vec, scalar)
+#define WIDE(scalar) VECBLOCK(core_vec, scalar)
 
-// func keyHash(l *layout, p *byte, n int) (h uint64, ok bool)
+// func keyHash(l *core, p *byte, n int) (h uint64, ok bool)
 //
 // HASH alone, for the tests that hold it to XXH3.
 TEXT ·keyHash(SB), NOSPLIT|NOFRAME, $0-33
@@ -684,7 +684,7 @@ key_hash_long:
 
 	HASH_OUT(key_hash_long)
 
-// func keyHashes(l *layout, keys unsafe.Pointer, stride uintptr, hs []uint64) int
+// func keyHashes(l *core, keys unsafe.Pointer, stride uintptr, hs []uint64) int
 //
 // HASH of one key after another into hs, for the batched calls: key i's
 // pointer and length are the first two words at keys + i·stride (a
@@ -718,10 +718,10 @@ key_hashes_done:
 
 	HASH_OUT(key_hashes_done)
 
-// func keyTest(l *layout, p *byte, n int) bool
+// func keyTest(l *core, p *byte, n int) bool
 //
 // Filter.Test of the n bytes at p: HASH, then vecTest's probe. Where the
-// layout has no vector probe, testHash probes the hash; for a long key,
+// core has no vector probe, testHash probes the hash; for a long key,
 // testKey does it all. Both take their arguments where keyTest has them,
 // so keyTest jumps to them and they return to its caller: no call level
 // more than Test had before it was assembly (and no AVX-512 instruction
@@ -751,7 +751,7 @@ key_test_long:
 
 	HASH_OUT(key_test_long)
 
-// func keyAdd(l *layout, p *byte, n int)
+// func keyAdd(l *core, p *byte, n int)
 //
 // Filter.Add of the n bytes at p: HASH, then vecAdd's test and write;
 // addHash and addKey are its ways out, as keyTest's.
@@ -787,10 +787,10 @@ key_add_long:
 
 	HASH_OUT(key_add_long)
 
-// func keyAtomicAdd(l *layout, p *byte, n int)
+// func keyAtomicAdd(l *core, p *byte, n int)
 //
 // AtomicFilter.Add of the n bytes at p: HASH, then vecAtomicAdd's test and
-// locked ORs. Its ways out are keyAdd's: atomicAddHash for a layout with
+// locked ORs. Its ways out are keyAdd's: atomicAddHash for a core with
 // no vector probe, atomicAddKey for a long key. Every call level between
 // a loop and the locked ORs costs more here than in keyAdd: a frame's
 // loads on the way out wait for the fences.

@@ -111,8 +111,8 @@ func TestDirectRemainderExact(t *testing.T) {
 
 // seededLayout returns a layout with seed and nothing else that keyHash
 // reads.
-func seededLayout(seed uint64) *layout {
-	l := new(layout)
+func seededLayout(seed uint64) *core {
+	l := new(core)
 	l.setGeometry(seed, 1, minK)
 	return l
 }
@@ -194,7 +194,7 @@ func testSingleKeyCallsAgreeWithBatches(t *testing.T) {
 	for _, vector := range []bool{true, false} {
 		// k: one half of the lanes, and two; the seed: the default and
 		// one whose halves carry and borrow (the batches hash in Go,
-		// the single-key calls with the layout's hashSecret).
+		// the single-key calls with the core's hashSecret).
 		for _, c := range []struct {
 			k    int
 			seed uint64
@@ -223,7 +223,7 @@ func testSingleKeyCallsAgreeWithBatches(t *testing.T) {
 				if !slices.Equal(batched.blocks, single.blocks) {
 					t.Fatal("Add and AddString set other bits than AddBatch")
 				}
-				atomicFilter := &AtomicFilter{newFilter().layout}
+				atomicFilter := &AtomicFilter{newFilter().core}
 				for i, key := range keys {
 					if i%2 == 0 {
 						atomicFilter.Add(key)

@@ -17,7 +17,7 @@ type hashSecret struct{}
 func (*hashSecret) fold(uint64) {}
 
 // hashWindow hashes keys into hs with xxh3: the assembly hash is amd64's.
-func hashWindow[K []byte | string](l *layout, hs []uint64, keys []K) {
+func hashWindow[K []byte | string](l *core, hs []uint64, keys []K) {
 	goHashWindow(hs, keys, l.seed)
 }
 
@@ -26,17 +26,17 @@ func makeVecProbe([]partition) *vecProbe { return nil }
 
 // keyTest, keyAdd and keyAtomicAdd are testKey, addKey and atomicAddKey:
 // the vector code that hashes and probes in one call is amd64's.
-func keyTest(l *layout, p *byte, n int) bool { return testKey(l, p, n) }
-func keyAdd(l *layout, p *byte, n int)       { addKey(l, p, n) }
+func keyTest(l *core, p *byte, n int) bool { return testKey(l, p, n) }
+func keyAdd(l *core, p *byte, n int)       { addKey(l, p, n) }
 
-func keyAtomicAdd(l *layout, p *byte, n int) { atomicAddKey(l, p, n) }
+func keyAtomicAdd(l *core, p *byte, n int) { atomicAddKey(l, p, n) }
 
 func vecTest(*block, uint32, *vecProbe) bool { panic("ohbloom: no vector probe") }
 func vecAdd(*block, uint32, *vecProbe) bool  { panic("ohbloom: no vector probe") }
 
 func vecAtomicAdd(*block, uint32, *vecProbe) bool { panic("ohbloom: no vector probe") }
 
-func (l *layout) vecTestWindow([]uint64, []bool) { panic("ohbloom: no vector probe") }
-func (l *layout) vecAddWindow([]uint64)          { panic("ohbloom: no vector probe") }
+func (l *core) vecTestWindow([]uint64, []bool) { panic("ohbloom: no vector probe") }
+func (l *core) vecAddWindow([]uint64)          { panic("ohbloom: no vector probe") }
 
 func vecAddEntries([]block, []uint64, *vecProbe) { panic("ohbloom: no vector probe") }

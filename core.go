@@ -48,9 +48,10 @@ func partitionsFor(k int) (parts [maxK]partition) {
 	return parts
 }
 
-// layout is what both filter types share: the geometry, the seed, the bits,
-// and the one probe function that maps a hash to its block and bits.
-type layout struct {
+// core is what Filter, AtomicFilter and Snapshot share: the geometry, the
+// seed, the bits, and the probes that map a hash to its block and bits.
+// (Layout is the geometry and the seed alone, for bits kept elsewhere.)
+type core struct {
 	blocks  []block
 	nblocks uint64 // len(blocks), kept as uint64 for the fastrange multiply
 	seed    uint64
@@ -83,16 +84,34 @@ type layout struct {
 	targetFPR float64
 }
 
+// setGeometry sets the seed, the block count and k, and everything made
+// from them.
+func (l *core) setGeometry(seed, nblocks uint64, k int) {
+	l.seed = seed
+	l.secret.fold(seed)
+	l.nblocks, l.k, l.parts = nblocks, k, partitionsFor(k)
+	l.test, l.atomicTest, l.add, l.atomicAdd, l.mask = testFuncs[k], atomicTestFuncs[k], addFuncs[k], atomicAddFuncs[k], maskFuncs[k]
+	l.setVec(newVecProbe(l.parts[:k]))
+}
+
+// setVec sets l's vector probe, p or nil, with vec8.
+func (l *core) setVec(p *vecProbe) {
+	l.vec, l.vec8 = p, nil
+	if l.k <= 8 {
+		l.vec8 = p
+	}
+}
+
 // blockOf returns the block of a hash: fastrange on its high bits (the high
 // word of h·nblocks), so any block count works and no division is needed.
 // The k bits inside it come from residue(h) modulo the partition sizes.
-func (l *layout) blockOf(h uint64) *block {
+func (l *core) blockOf(h uint64) *block {
 	i, _ := bits.Mul64(h, l.nblocks)
 	return &l.blocks[i]
 }
 
 // testBits reports whether every bit of x is set in b, for Filter.
-func (l *layout) testBits(b *block, x uint32) bool {
+func (l *core) testBits(b *block, x uint32) bool {
 	if l.vec != nil {
 		return vecTest(b, x, l.vec)
 	}
@@ -103,7 +122,7 @@ func (l *layout) testBits(b *block, x uint32) bool {
 // too: its load reads each aligned word whole, as atomic.LoadUint64 does on
 // amd64, and bits are only ever set, so a key whose Add has returned is
 // found whatever Adds run meanwhile.
-func (l *layout) atomicTestBits(b *block, x uint32) bool {
+func (l *core) atomicTestBits(b *block, x uint32) bool {
 	if l.vec != nil {
 		return vecTest(b, x, l.vec)
 	}
@@ -111,7 +130,7 @@ func (l *layout) atomicTestBits(b *block, x uint32) bool {
 }
 
 // addBits sets the bits of x in b, for Filter.
-func (l *layout) addBits(b *block, x uint32) {
+func (l *core) addBits(b *block, x uint32) {
 	if l.vec != nil {
 		vecAdd(b, x, l.vec)
 		return
@@ -123,7 +142,7 @@ func (l *layout) addBits(b *block, x uint32) {
 // written when they are all set already, and otherwise atomic ORs (one per
 // word that lacks a bit with the vector probe, one per partition with the
 // generated ones).
-func (l *layout) atomicAddBits(b *block, x uint32) {
+func (l *core) atomicAddBits(b *block, x uint32) {
 	if l.vec != nil {
 		vecAtomicAdd(b, x, l.vec)
 	} else {
@@ -143,7 +162,7 @@ func residue(h uint64) uint32 { return uint32(h) }
 // loop over the partition table and plain %. It defines the layout; the
 // generated probes must agree with it (TestProbesMatchLayout), and tests use
 // it to look at bits directly.
-func (l *layout) locate(h uint64) (index uint64, mask block) {
+func (l *core) locate(h uint64) (index uint64, mask block) {
 	index, _ = bits.Mul64(h, l.nblocks)
 	x := residue(h)
 	for _, p := range l.parts[:l.k] {
@@ -153,8 +172,8 @@ func (l *layout) locate(h uint64) (index uint64, mask block) {
 	return index, mask
 }
 
-// compatible reports whether two layouts put every key on the same bits.
-func (l *layout) compatible(o *layout) bool {
+// compatible reports whether two cores put every key on the same bits.
+func (l *core) compatible(o *core) bool {
 	return l.nblocks == o.nblocks && l.k == o.k && l.seed == o.seed
 }
 
@@ -163,7 +182,7 @@ func (l *layout) compatible(o *layout) bool {
 // ordinary load, and it lets AtomicFilter run them while other goroutines add.
 
 // popcount returns the number of set bits.
-func (l *layout) popcount() uint64 {
+func (l *core) popcount() uint64 {
 	n := 0
 	for i := range l.blocks {
 		b := &l.blocks[i]
@@ -195,7 +214,7 @@ func rangeCount(b *block, from, size uint32) int {
 // computed from the bits themselves: a random key picks a block uniformly and
 // one bit uniformly in each partition, so the rate is the average over blocks
 // of the product of the partitions' fill ratios.
-func (l *layout) exactFPR() float64 {
+func (l *core) exactFPR() float64 {
 	if l.nblocks == 0 {
 		return 0
 	}
@@ -215,7 +234,7 @@ func (l *layout) exactFPR() float64 {
 
 // equalBits reports whether two filters of the same geometry hold the same
 // bits.
-func (l *layout) equalBits(o *layout) bool {
+func (l *core) equalBits(o *core) bool {
 	return l.compatible(o) && equalBlocks(l.blocks, o.blocks)
 }
 
@@ -232,8 +251,8 @@ func equalBlocks(a, b []block) bool {
 	return true
 }
 
-// clone copies the layout with fresh, aligned storage.
-func (l *layout) clone() layout {
+// clone copies the core with fresh, aligned storage.
+func (l *core) clone() core {
 	c := *l
 	c.blocks = alignedBlocks(l.nblocks)
 	for i := range l.blocks {

@@ -86,7 +86,7 @@ func TestGoldenLayout(t *testing.T) {
 }
 
 // TestProbesMatchLayout checks the generated probes of every k against the
-// reference loop, layout.locate, on random hashes.
+// reference loop, core.locate, on random hashes.
 func TestProbesMatchLayout(t *testing.T) {
 	r := rand.New(rand.NewPCG(3, 4))
 	for k := minK; k <= maxK; k++ {

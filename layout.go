@@ -18,7 +18,7 @@ const BlockBytes = blockBytes
 // a key lives in and which of its bits it needs, then fetch or update just
 // that block. A Filter built from Layout.Config is compatible with it bit for
 // bit: its AppendBlocks and OrBlocks move the blocks in the same encoding.
-type Layout struct{ l layout }
+type Layout struct{ l core }
 
 // NewLayout sizes a layout from c exactly as NewWithConfig sizes a filter,
 // and allocates nothing: a layout larger than this machine's memory is
@@ -29,12 +29,12 @@ func NewLayout(c Config) (Layout, error) {
 }
 
 // Layout returns f's layout.
-func (f *Filter) Layout() Layout { return layoutOf(&f.layout) }
+func (f *Filter) Layout() Layout { return layoutOf(&f.core) }
 
 // Layout returns f's layout.
-func (f *AtomicFilter) Layout() Layout { return layoutOf(&f.layout) }
+func (f *AtomicFilter) Layout() Layout { return layoutOf(&f.core) }
 
-func layoutOf(l *layout) Layout {
+func layoutOf(l *core) Layout {
 	c := *l
 	c.blocks = nil
 	return Layout{c}
@@ -148,7 +148,7 @@ func (f *AtomicFilter) OrBlocks(first uint64, data []byte) error {
 	return err
 }
 
-func (l *layout) blockRange(first uint64, data []byte) ([]block, error) {
+func (l *core) blockRange(first uint64, data []byte) ([]block, error) {
 	n := uint64(len(data) / blockBytes)
 	if len(data)%blockBytes != 0 || first > l.nblocks || n > l.nblocks-first {
 		return nil, fmt.Errorf("%w: %d bytes at block %d of %d", ErrBlockRange, len(data), first, l.nblocks)
