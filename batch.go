@@ -172,8 +172,8 @@ func (l *core) probeRolling(op op, cur, next []uint64, results []bool) {
 }
 
 // goHashWindow hashes keys into hs with xxh3, where hashWindow has no
-// assembly hash (vector_other.go) and for the keys too long for it
-// (vector_amd64.go). The type switch, once a window, lets the loops call
+// assembly hash (probe_other.go) and for the keys too long for it
+// (keyhash_amd64.go). The type switch, once a window, lets the loops call
 // xxh3 directly: through a function value, the call per key cost 1-2 ns.
 func goHashWindow[K []byte | string](hs []uint64, keys []K, seed uint64) {
 	switch ks := any(keys).(type) {

@@ -66,7 +66,7 @@ type core struct {
 	atomicAdd  func(*block, uint32) bool
 	mask       func(uint32) (m0, m1, m2, m3, m4, m5, m6, m7 uint64)
 
-	// vec holds the constants of the vector probe (vector_amd64.go), nil
+	// vec holds the constants of the vector probe (probe_amd64.go), nil
 	// where the CPU has none; testBits and addBits then use the generated
 	// probes. vec8 is vec where k ≤ 8 (one register of lanes), else nil:
 	// the single-key assembly tests it first, which spares its common case
@@ -74,7 +74,7 @@ type core struct {
 	vec, vec8 *vecProbe
 
 	// secret is XXH3's secret with the seed folded in, for the assembly
-	// hash of keyTest and keyAdd (vector_amd64.go). setGeometry sets it
+	// hash of keyTest and keyAdd (keyhash_amd64.go). setGeometry sets it
 	// with the seed, so that the two never disagree.
 	secret hashSecret
 

@@ -67,7 +67,7 @@ func (f *Filter) TestString(key string) bool {
 
 // Add, AddString, Test and TestString make one call, which the compiler
 // inlines into their callers: keyTest or keyAdd. Where the vector probe
-// runs, that call hashes the key and probes its block (vector_amd64.s);
+// runs, that call hashes the key and probes its block (keyhash_amd64.s);
 // elsewhere, and for keys longer than the vector code hashes, it is, or
 // jumps to, testKey or addKey. Each call level between a loop and its
 // key's cache miss holds back the next key's miss (BenchmarkLimitsPaired).
