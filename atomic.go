@@ -2,7 +2,6 @@ package ohbloom
 
 import (
 	"sync/atomic"
-	"unsafe"
 
 	"github.com/zeebo/xxh3"
 )
@@ -53,18 +52,18 @@ func NewAtomicWithConfig(c Config) (*AtomicFilter, error) {
 // partition (see gen_probes.go). Add is one call, inlined into its caller,
 // as Filter.Add is (keyAtomicAdd).
 func (f *AtomicFilter) Add(key []byte) {
-	keyAtomicAdd(f.raw(), unsafe.SliceData(key), len(key))
+	keyAtomicAdd(f.raw(), bytesData(key), len(key))
 }
 
 // AddString inserts key, without converting it to a byte slice.
 func (f *AtomicFilter) AddString(key string) {
-	keyAtomicAdd(f.raw(), unsafe.StringData(key), len(key))
+	keyAtomicAdd(f.raw(), stringData(key), len(key))
 }
 
 // atomicAddKey hashes the n bytes at p and adds them to l, as addKey does
 // for Filter.
 func atomicAddKey(l *core, p *byte, n int) {
-	h := xxh3.HashSeed(unsafe.Slice(p, n), l.seed)
+	h := xxh3.HashSeed(bytesAt(p, n), l.seed)
 	l.atomicAddBits(l.blockOf(h), residue(h))
 }
 

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"unsafe"
 
 	"github.com/zeebo/xxh3"
 )
@@ -46,23 +45,23 @@ func NewWithConfig(c Config) (*Filter, error) {
 
 // Add inserts key.
 func (f *Filter) Add(key []byte) {
-	keyAdd(f.raw(), unsafe.SliceData(key), len(key))
+	keyAdd(f.raw(), bytesData(key), len(key))
 }
 
 // AddString inserts key, without converting it to a byte slice.
 func (f *Filter) AddString(key string) {
-	keyAdd(f.raw(), unsafe.StringData(key), len(key))
+	keyAdd(f.raw(), stringData(key), len(key))
 }
 
 // Test reports whether key may be in the filter: false means it was
 // certainly never added, true that it was added or is a false positive.
 func (f *Filter) Test(key []byte) bool {
-	return keyTest(f.raw(), unsafe.SliceData(key), len(key))
+	return keyTest(f.raw(), bytesData(key), len(key))
 }
 
 // TestString is Test for a string key.
 func (f *Filter) TestString(key string) bool {
-	return keyTest(f.raw(), unsafe.StringData(key), len(key))
+	return keyTest(f.raw(), stringData(key), len(key))
 }
 
 // Add, AddString, Test and TestString make one call, which the compiler
@@ -72,18 +71,9 @@ func (f *Filter) TestString(key string) bool {
 // jumps to, testKey or addKey. Each call level between a loop and its
 // key's cache miss holds back the next key's miss (BenchmarkLimitsPaired).
 
-// raw returns f's core, its first and only field, with no nil check of
-// f: &f.core costs the single-key calls a load and a compare for it,
-// and the assembly faults on a nil f just the same, which the runtime
-// turns into the same panic.
-func (f *Filter) raw() *core { return (*core)(unsafe.Pointer(f)) }
-
-// raw is Filter.raw for an AtomicFilter.
-func (f *AtomicFilter) raw() *core { return (*core)(unsafe.Pointer(f)) }
-
 // testKey hashes the n bytes at p and tests them in l, with the Go hash.
 func testKey(l *core, p *byte, n int) bool {
-	h := xxh3.HashSeed(unsafe.Slice(p, n), l.seed)
+	h := xxh3.HashSeed(bytesAt(p, n), l.seed)
 	if l.vec != nil { // spelled out: testBits would be one more call
 		return vecTest(l.blockOf(h), residue(h), l.vec)
 	}
@@ -92,7 +82,7 @@ func testKey(l *core, p *byte, n int) bool {
 
 // addKey hashes the n bytes at p and adds them to l, with the Go hash.
 func addKey(l *core, p *byte, n int) {
-	h := xxh3.HashSeed(unsafe.Slice(p, n), l.seed)
+	h := xxh3.HashSeed(bytesAt(p, n), l.seed)
 	if l.vec != nil {
 		vecAdd(l.blockOf(h), residue(h), l.vec)
 		return

@@ -9,8 +9,6 @@ package ohbloom
 // TestKeyHashMatchesXXH3 and FuzzKeyHash. The batched calls hash their
 // windows of keys with it too.
 
-import "unsafe"
-
 // keyTest is Filter.Test of the n bytes at p, hash and probe in one call
 // (keyhash_amd64.s). Where l has no vector probe it hashes the key and
 // jumps to testHash; a key longer than 128 bytes goes to testKey.
@@ -52,7 +50,7 @@ func keyHash(l *core, p *byte, n int) (h uint64, ok bool)
 // hashed.
 //
 //go:noescape
-func keyHashes(l *core, keys unsafe.Pointer, stride uintptr, hs []uint64) int
+func keyHashes(l *core, keys *keyHeader, stride uintptr, hs []uint64) int
 
 // hashWindow hashes keys into hs with the assembly hash, the single-key
 // calls' own: in one call per window rather than a Go call of xxh3's
@@ -62,7 +60,8 @@ func keyHashes(l *core, keys unsafe.Pointer, stride uintptr, hs []uint64) int
 func hashWindow[K []byte | string](l *core, hs []uint64, keys []K) {
 	keys = keys[:len(hs)]
 	for i := 0; i < len(hs); {
-		i += keyHashes(l, unsafe.Pointer(&keys[i]), unsafe.Sizeof(keys[i]), hs[i:])
+		first, stride := keyHeaders(keys, i)
+		i += keyHashes(l, first, stride, hs[i:])
 		if i < len(hs) {
 			goHashWindow(hs[i:i+1], keys[i:i+1], l.seed)
 			i++

@@ -241,7 +241,7 @@ key_hash_long:
 
 	HASH_OUT(key_hash_long)
 
-// func keyHashes(l *core, keys unsafe.Pointer, stride uintptr, hs []uint64) int
+// func keyHashes(l *core, keys *keyHeader, stride uintptr, hs []uint64) int
 //
 // HASH of one key after another into hs, for the batched calls: key i's
 // pointer and length are the first two words at keys + i·stride (a

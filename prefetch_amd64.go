@@ -2,8 +2,6 @@
 
 package ohbloom
 
-import "unsafe"
-
 // The batched calls' pipeline (batch.go) with PREFETCHT0, which retires at
 // once: steps of 8 keys, 48 keys ahead. An earlier design prefetched a
 // whole window of 64 at once, then probed it. On a 2-vCPU AMD EPYC VM,
@@ -23,12 +21,12 @@ const (
 // cache, without waiting for them (prefetch_amd64.s).
 //
 //go:noescape
-func prefetchBlocks(blocks unsafe.Pointer, nblocks uint64, hs []uint64)
+func prefetchBlocks(blocks *block, nblocks uint64, hs []uint64)
 
 // prefetch starts the cache misses of the blocks of hs.
 func (l *core) prefetch(hs []uint64) {
 	if len(hs) > 0 {
-		prefetchBlocks(unsafe.Pointer(&l.blocks[0]), l.nblocks, hs)
+		prefetchBlocks(&l.blocks[0], l.nblocks, hs)
 	}
 }
 
@@ -36,20 +34,20 @@ func (l *core) prefetch(hs []uint64) {
 // ps (prefetch_amd64.s).
 //
 //go:noescape
-func prefetchPacked(blocks unsafe.Pointer, ps []uint64)
+func prefetchPacked(blocks *block, ps []uint64)
 
 // prefetchEntries starts the cache misses of the private blocks of ps.
 func prefetchEntries(blocks []block, ps []uint64) {
 	if len(ps) > 0 {
-		prefetchPacked(unsafe.Pointer(&blocks[0]), ps)
+		prefetchPacked(&blocks[0], ps)
 	}
 }
 
-// copyStream copies n words from src to dst with non-temporal stores and
-// fences them (prefetch_amd64.s).
+// copyStream copies src to dst, which is at least as long, with
+// non-temporal stores and fences them (prefetch_amd64.s).
 //
 //go:noescape
-func copyStream(dst, src *uint64, n int)
+func copyStream(dst, src []uint64)
 
 // handOver copies src into dst[:len(src)], for a goroutine on another core
 // to read next, and returns dst[:len(src)]. The stores bypass the cache:
@@ -58,8 +56,6 @@ func copyStream(dst, src *uint64, n int)
 // these write the lines out whole (TestHandOver).
 func handOver(dst, src []uint64) []uint64 {
 	dst = dst[:len(src)]
-	if len(src) > 0 {
-		copyStream(unsafe.SliceData(dst), unsafe.SliceData(src), len(src))
-	}
+	copyStream(dst, src)
 	return dst
 }

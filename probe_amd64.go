@@ -6,7 +6,6 @@ import (
 	"os"
 	"slices"
 	"sync/atomic"
-	"unsafe"
 )
 
 // The vector probe computes all k bit positions of a key at once in the
@@ -68,21 +67,21 @@ func vecAtomicAdd(b *block, x uint32, p *vecProbe) (present bool)
 // (probe_amd64.s). results must be at least as long as hs.
 //
 //go:noescape
-func vecTestHashes(blocks unsafe.Pointer, nblocks uint64, hs []uint64, results []bool, p *vecProbe)
+func vecTestHashes(blocks *block, nblocks uint64, hs []uint64, results []bool, p *vecProbe)
 
 //go:noescape
-func vecAddHashes(blocks unsafe.Pointer, nblocks uint64, hs []uint64, p *vecProbe)
+func vecAddHashes(blocks *block, nblocks uint64, hs []uint64, p *vecProbe)
 
 // vecAddPacked is vecAddHashes for the packed entries of a private build
 // (parallel.go): block e>>32 of blocks, residue uint32(e).
 //
 //go:noescape
-func vecAddPacked(blocks unsafe.Pointer, ps []uint64, p *vecProbe)
+func vecAddPacked(blocks *block, ps []uint64, p *vecProbe)
 
 // vecAddEntries adds the packed entries ps to blocks.
 func vecAddEntries(blocks []block, ps []uint64, p *vecProbe) {
 	if len(ps) > 0 {
-		vecAddPacked(unsafe.Pointer(&blocks[0]), ps, p)
+		vecAddPacked(&blocks[0], ps, p)
 	}
 }
 
@@ -91,13 +90,13 @@ func vecAddEntries(blocks []block, ps []uint64, p *vecProbe) {
 func (l *core) vecTestWindow(hs []uint64, results []bool) {
 	if len(hs) > 0 {
 		_ = results[len(hs)-1]
-		vecTestHashes(unsafe.Pointer(&l.blocks[0]), l.nblocks, hs, results, l.vec)
+		vecTestHashes(&l.blocks[0], l.nblocks, hs, results, l.vec)
 	}
 }
 
 func (l *core) vecAddWindow(hs []uint64) {
 	if len(hs) > 0 {
-		vecAddHashes(unsafe.Pointer(&l.blocks[0]), l.nblocks, hs, l.vec)
+		vecAddHashes(&l.blocks[0], l.nblocks, hs, l.vec)
 	}
 }
 

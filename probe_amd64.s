@@ -92,7 +92,7 @@ atomic_done:
 	VZEROUPPER
 	RET
 
-// func vecTestHashes(blocks unsafe.Pointer, nblocks uint64, hs []uint64, results []bool, p *vecProbe)
+// func vecTestHashes(blocks *block, nblocks uint64, hs []uint64, results []bool, p *vecProbe)
 //
 // vecTest of every hash of hs, its block found by fastrange as
 // core.blockOf does, the answers written to results: the batched
@@ -146,7 +146,7 @@ test_hashes_loop:
 test_hashes_done:
 	RET
 
-// func vecAddHashes(blocks unsafe.Pointer, nblocks uint64, hs []uint64, p *vecProbe)
+// func vecAddHashes(blocks *block, nblocks uint64, hs []uint64, p *vecProbe)
 //
 // vecAdd of every hash of hs, as vecTestHashes does vecTest.
 TEXT ·vecAddHashes(SB), NOSPLIT|NOFRAME, $0-48
@@ -206,7 +206,7 @@ add_hashes_next:
 add_hashes_done:
 	RET
 
-// func vecAddPacked(blocks unsafe.Pointer, ps []uint64, p *vecProbe)
+// func vecAddPacked(blocks *block, ps []uint64, p *vecProbe)
 //
 // vecAdd of every packed entry of a private build (parallel.go): block
 // e>>32 of blocks, residue uint32(e).

@@ -37,8 +37,9 @@ func (f writerToFunc) WriteTo(w io.Writer) (int64, error) { return f(w) }
 // SaveFile writes what src encodes to path as Filter.Save does: into a
 // temporary file in the same directory, synced, renamed over path, and the
 // directory synced, so that a crash leaves either the old file or the new
-// one. Every filter type's Save uses it; it is exported for files that hold
-// a filter among other things (a server's records, say).
+// one. Filter.Save and AtomicFilter.Save use it; it is exported for the
+// other filters' encodings and for files that hold filters among other
+// things (the records of ohbloom serve, say).
 //
 // The file is created with permissions 0666 less the process's umask, as
 // cp, tar and most tools create files (0644 under the usual umask 022):
