@@ -67,23 +67,16 @@ func atomicAddKey(l *core, p *byte, n int) {
 	l.atomicAddBits(l.blockOf(h), residue(h))
 }
 
-// Test reports whether key may be in the filter. Like Filter.Test it
-// spells out the probe choice, to save a call level.
+// Test reports whether key may be in the filter.
 func (f *AtomicFilter) Test(key []byte) bool {
 	h := xxh3.HashSeed(key, f.seed)
-	if f.vec != nil {
-		return vecTest(f.blockOf(h), residue(h), f.vec)
-	}
-	return f.atomicTest(f.blockOf(h), residue(h))
+	return f.atomicTestBits(f.blockOf(h), residue(h))
 }
 
 // TestString is Test for a string key.
 func (f *AtomicFilter) TestString(key string) bool {
 	h := xxh3.HashStringSeed(key, f.seed)
-	if f.vec != nil {
-		return vecTest(f.blockOf(h), residue(h), f.vec)
-	}
-	return f.atomicTest(f.blockOf(h), residue(h))
+	return f.atomicTestBits(f.blockOf(h), residue(h))
 }
 
 // HashTest is Test that also returns the key's Hash, in one call, for
@@ -91,19 +84,13 @@ func (f *AtomicFilter) TestString(key string) bool {
 // would otherwise pay a second call to get it.
 func (f *AtomicFilter) HashTest(key []byte) (h uint64, present bool) {
 	h = xxh3.HashSeed(key, f.seed)
-	if f.vec != nil {
-		return h, vecTest(f.blockOf(h), residue(h), f.vec)
-	}
-	return h, f.atomicTest(f.blockOf(h), residue(h))
+	return h, f.atomicTestBits(f.blockOf(h), residue(h))
 }
 
 // HashTestString is HashTest for a string key.
 func (f *AtomicFilter) HashTestString(key string) (h uint64, present bool) {
 	h = xxh3.HashStringSeed(key, f.seed)
-	if f.vec != nil {
-		return h, vecTest(f.blockOf(h), residue(h), f.vec)
-	}
-	return h, f.atomicTest(f.blockOf(h), residue(h))
+	return h, f.atomicTestBits(f.blockOf(h), residue(h))
 }
 
 // TestSampled is Test for wrappers that count a sample of their tests: it
@@ -111,17 +98,14 @@ func (f *AtomicFilter) HashTestString(key string) (h uint64, present bool) {
 // is zero, one call in 2^b for a mask of b bits (a salt that changes now
 // and then spreads the sample over all keys). A counting wrapper built on
 // it makes one call into the filter, as a bare Test does, and the calls
-// that are not sampled run exactly Test's code. tools/metrics uses it.
+// that are not sampled run Test's code and one predictable branch.
+// tools/metrics uses it.
 func (f *AtomicFilter) TestSampled(key []byte, salt, mask uint64, sample func(present bool)) bool {
 	h := xxh3.HashSeed(key, f.seed)
-	if (h^salt)&mask != 0 {
-		if f.vec != nil {
-			return vecTest(f.blockOf(h), residue(h), f.vec)
-		}
-		return f.atomicTest(f.blockOf(h), residue(h))
-	}
 	present := f.atomicTestBits(f.blockOf(h), residue(h))
-	sample(present)
+	if (h^salt)&mask == 0 {
+		sample(present)
+	}
 	return present
 }
 
@@ -152,14 +136,10 @@ func orMissing(p *uint64, m uint64) {
 	}
 }
 
+// testAndAddHash adds the key whose hash is h. Either probe writes only
+// when its read of the block found a bit missing, and then reports false.
 func (f *AtomicFilter) testAndAddHash(h uint64) bool {
-	b, x := f.blockOf(h), residue(h)
-	// Either probe writes only when its read of the block found a bit
-	// missing, and then reports false.
-	if f.vec != nil {
-		return vecAtomicAdd(b, x, f.vec)
-	}
-	return f.atomicAdd(b, x)
+	return f.atomicAddBits(f.blockOf(h), residue(h))
 }
 
 // Union adds every key of other to f, word by word with atomic ORs, so it

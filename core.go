@@ -110,45 +110,33 @@ func (l *core) blockOf(h uint64) *block {
 	return &l.blocks[i]
 }
 
+// The probes of one block, with the vector probe where the core has one
+// and the generated probes otherwise. The choice is made in one place,
+// the probe functions (probe_amd64.s, probe_other.go), inside the one call
+// these make: they inline into their callers, so choosing costs no call
+// level.
+
 // testBits reports whether every bit of x is set in b, for Filter.
-func (l *core) testBits(b *block, x uint32) bool {
-	if l.vec != nil {
-		return vecTest(b, x, l.vec)
-	}
-	return l.test(b, x)
-}
+func (l *core) testBits(b *block, x uint32) bool { return probeTest(l, b, x) }
 
 // atomicTestBits is testBits for AtomicFilter. The vector probe serves it
 // too: its load reads each aligned word whole, as atomic.LoadUint64 does on
 // amd64, and bits are only ever set, so a key whose Add has returned is
 // found whatever Adds run meanwhile.
-func (l *core) atomicTestBits(b *block, x uint32) bool {
-	if l.vec != nil {
-		return vecTest(b, x, l.vec)
-	}
-	return l.atomicTest(b, x)
-}
+func (l *core) atomicTestBits(b *block, x uint32) bool { return probeAtomicTest(l, b, x) }
 
 // addBits sets the bits of x in b, for Filter.
-func (l *core) addBits(b *block, x uint32) {
-	if l.vec != nil {
-		vecAdd(b, x, l.vec)
-		return
-	}
-	l.add(b, x)
-}
+func (l *core) addBits(b *block, x uint32) { probeAdd(l, b, x) }
 
-// atomicAddBits sets the bits of x in b for AtomicFilter: nothing is
-// written when they are all set already, and otherwise atomic ORs (one per
+// testAndAddBits sets the bits of x in b and reports whether they were
+// all set already; then it writes nothing.
+func (l *core) testAndAddBits(b *block, x uint32) bool { return probeTestAndAdd(l, b, x) }
+
+// atomicAddBits is testAndAddBits for AtomicFilter: nothing is written
+// when the bits are all set already, and otherwise atomic ORs (one per
 // word that lacks a bit with the vector probe, one per partition with the
 // generated ones).
-func (l *core) atomicAddBits(b *block, x uint32) {
-	if l.vec != nil {
-		vecAtomicAdd(b, x, l.vec)
-	} else {
-		l.atomicAdd(b, x)
-	}
-}
+func (l *core) atomicAddBits(b *block, x uint32) bool { return probeAtomicAdd(l, b, x) }
 
 // residue returns the part of a hash that picks the bits inside its block:
 // its low 32 bits. Fewer would be cheaper to reduce (with 23 bits, x mod

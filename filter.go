@@ -74,20 +74,13 @@ func (f *Filter) TestString(key string) bool {
 // testKey hashes the n bytes at p and tests them in l, with the Go hash.
 func testKey(l *core, p *byte, n int) bool {
 	h := xxh3.HashSeed(bytesAt(p, n), l.seed)
-	if l.vec != nil { // spelled out: testBits would be one more call
-		return vecTest(l.blockOf(h), residue(h), l.vec)
-	}
-	return l.test(l.blockOf(h), residue(h))
+	return l.testBits(l.blockOf(h), residue(h))
 }
 
 // addKey hashes the n bytes at p and adds them to l, with the Go hash.
 func addKey(l *core, p *byte, n int) {
 	h := xxh3.HashSeed(bytesAt(p, n), l.seed)
-	if l.vec != nil {
-		vecAdd(l.blockOf(h), residue(h), l.vec)
-		return
-	}
-	l.add(l.blockOf(h), residue(h))
+	l.addBits(l.blockOf(h), residue(h))
 }
 
 // TestAndAdd adds key and reports whether it may have been present before.
@@ -101,15 +94,7 @@ func (f *Filter) TestAndAddString(key string) bool {
 }
 
 func (f *Filter) testAndAddHash(h uint64) bool {
-	b, x := f.blockOf(h), residue(h)
-	if f.vec != nil {
-		return vecAdd(b, x, f.vec) // tests first, in the same call
-	}
-	if f.test(b, x) {
-		return true
-	}
-	f.add(b, x)
-	return false
+	return f.testAndAddBits(f.blockOf(h), residue(h))
 }
 
 // Bits returns the number of bits in the filter, a multiple of 512.

@@ -277,9 +277,9 @@ key_hashes_done:
 
 // func keyTest(l *core, p *byte, n int) bool
 //
-// Filter.Test of the n bytes at p: HASH, then vecTest's probe. Where the
-// core has no vector probe, testHash probes the hash; for a long key,
-// testKey does it all. Both take their arguments where keyTest has them,
+// Filter.Test of the n bytes at p: HASH, then probeTest's vector probe.
+// Where the core has no vector probe, testHash probes the hash; for a long
+// key, testKey does it all. Both take their arguments where keyTest has them,
 // so keyTest jumps to them and they return to its caller: no call level
 // more than Test had before it was assembly (and no AVX-512 instruction
 // runs on a CPU without it).
@@ -310,8 +310,8 @@ key_test_long:
 
 // func keyAdd(l *core, p *byte, n int)
 //
-// Filter.Add of the n bytes at p: HASH, then vecAdd's test and write;
-// addHash and addKey are its ways out, as keyTest's.
+// Filter.Add of the n bytes at p: HASH, then probeTestAndAdd's test and
+// write; addHash and addKey are its ways out, as keyTest's.
 TEXT ·keyAdd(SB), NOSPLIT|NOFRAME, $0-24
 	KEYBLOCK(key_add_long, key_add_wide)
 	ADDQ      DX, AX
@@ -346,8 +346,8 @@ key_add_long:
 
 // func keyAtomicAdd(l *core, p *byte, n int)
 //
-// AtomicFilter.Add of the n bytes at p: HASH, then vecAtomicAdd's test and
-// locked ORs. Its ways out are keyAdd's: atomicAddHash for a core with
+// AtomicFilter.Add of the n bytes at p: HASH, then probeAtomicAdd's test
+// and locked ORs. Its ways out are keyAdd's: atomicAddHash for a core with
 // no vector probe, atomicAddKey for a long key. Every call level between
 // a loop and the locked ORs costs more here than in keyAdd: a frame's
 // loads on the way out wait for the fences.

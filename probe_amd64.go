@@ -36,7 +36,7 @@ type vecProbe struct {
 	offset [16]uint64
 	halves uint64 // 1 for k ≤ 8, else 2
 
-	// For vecAdd: candidates[j][w] is the j-th partition (lane) whose bits
+	// For the adds: candidates[j][w] is the j-th partition (lane) whose bits
 	// reach into word w of the block, for j < rounds; a word reached by
 	// fewer repeats its first. Partitions are contiguous, so a word meets
 	// at most two of them when every size exceeds 62 (k ≤ 7), and up to
@@ -45,24 +45,46 @@ type vecProbe struct {
 	candidates [maxK][blockWords]uint64
 }
 
-// vecTest reports whether every bit of x is set in b (probe_amd64.s).
-//
-//go:noescape
-func vecTest(b *block, x uint32, p *vecProbe) bool
+// probeTest, probeAtomicTest, probeAdd, probeTestAndAdd and
+// probeAtomicAdd are the single-block probes of a core (probe_amd64.s):
+// the vector probe where l has one, else the generated probe, reached by
+// a jump to the function of the same name with scalar for probe. A caller
+// makes one call, and the choice between the two is made once, there.
+// probeTestAndAdd and probeAtomicAdd report whether the key was present
+// (then they write nothing).
 
-// vecAdd sets the bits of x in b, with one 64-byte read-modify-write, and
-// reports whether they were all set already; then it writes nothing.
-//
 //go:noescape
-func vecAdd(b *block, x uint32, p *vecProbe) (present bool)
+func probeTest(l *core, b *block, x uint32) bool
 
-// vecAtomicAdd is vecAdd for AtomicFilter: one atomic OR for each word
-// that lacks a bit of x, none when x is present (probe_amd64.s).
-//
 //go:noescape
-func vecAtomicAdd(b *block, x uint32, p *vecProbe) (present bool)
+func probeAtomicTest(l *core, b *block, x uint32) bool
 
-// vecTestHashes and vecAddHashes are vecTest and vecAdd over a window of
+//go:noescape
+func probeAdd(l *core, b *block, x uint32)
+
+//go:noescape
+func probeTestAndAdd(l *core, b *block, x uint32) (present bool)
+
+//go:noescape
+func probeAtomicAdd(l *core, b *block, x uint32) (present bool)
+
+// The probes' ways out where the core has no vector probe: the generated
+// probes, with the arguments where the probes have them.
+func scalarTest(l *core, b *block, x uint32) bool       { return l.test(b, x) }
+func scalarAtomicTest(l *core, b *block, x uint32) bool { return l.atomicTest(b, x) }
+func scalarAdd(l *core, b *block, x uint32)             { l.add(b, x) }
+func scalarAtomicAdd(l *core, b *block, x uint32) bool  { return l.atomicAdd(b, x) }
+
+func scalarTestAndAdd(l *core, b *block, x uint32) bool {
+	if l.test(b, x) {
+		return true
+	}
+	l.add(b, x)
+	return false
+}
+
+// vecTestHashes and vecAddHashes are probeTest's and probeTestAndAdd's
+// vector probes over a window of
 // hashes, their blocks found as core.blockOf finds them
 // (probe_amd64.s). results must be at least as long as hs.
 //

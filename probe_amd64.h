@@ -85,6 +85,26 @@ tested:                 \
 	LANES8 \
 	ALLSET
 
+// VEC loads into CX the vector probe of the core at l+0(FP) and jumps to
+// scalar when it has none.
+#define VEC(scalar) \
+	MOVQ  l+0(FP), CX      \
+	MOVQ  core_vec(CX), CX \
+	TESTQ CX, CX           \
+	JZ    scalar
+
+// TESTED loads LANEBITS, the block b+8(FP) into Z0 (first: on a large
+// filter it is a cache miss, which should start before the arithmetic
+// rather than wait for the word numbers) with its address in AX, the
+// residue x+16(FP) in BX, and tests it against the vector probe in CX:
+// PROBE, which leaves CF set when every bit of the key is.
+#define TESTED(tested) \
+	LANEBITS                \
+	MOVQ      b+8(FP), AX  \
+	MOVL      x+16(FP), BX \
+	VMOVDQU64 (AX), Z0     \
+	PROBE(tested)
+
 // LOAD8 loads, for the loops over many hashes with k ≤ 8 (one half), the
 // constants that BITS reads from memory on every key: magic, size and
 // offset of each lane in Z20-Z22.

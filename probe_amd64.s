@@ -22,81 +22,116 @@ tx_or_committed:
 	VZEROUPPER
 	RET
 
-// func vecTest(b *block, x uint32, p *vecProbe) bool
-TEXT ·vecTest(SB), NOSPLIT|NOFRAME, $0-25
-	LANEBITS
-	MOVQ b+0(FP), AX
-	MOVL x+8(FP), BX
-	MOVQ p+16(FP), CX
-	// Load the block first: on a large filter it is a cache miss, which
-	// should start before the arithmetic rather than wait for the word
-	// numbers.
-	VMOVDQU64    (AX), Z0
-	PROBE(test_done)
+// The single-block probes of a core, (l *core, b *block, x uint32): the
+// vector probe where l has one (VEC), and otherwise a jump to the
+// generated probe's Go function of the same arguments, which returns to
+// the caller (scalarTest and the others, probe_amd64.go). The choice
+// between the two is made here, once for every caller, in the call the
+// caller makes anyway.
+
+// func probeTest(l *core, b *block, x uint32) bool
+TEXT ·probeTest(SB), NOSPLIT|NOFRAME, $0-25
+	VEC(probe_test_scalar)
+	TESTED(probe_test_tested)
 	SETCS ret+24(FP)
 	VZEROUPPER
 	RET
 
-// func vecAdd(b *block, x uint32, p *vecProbe) (present bool)
+probe_test_scalar:
+	JMP ·scalarTest(SB)
+
+// func probeAtomicTest(l *core, b *block, x uint32) bool
 //
-// Tests the key first, as vecTest does, and returns true when its bits are
-// all set (TestAndAdd's answer): re-adding a key then costs what a Test
-// does, writes nothing, and dirties no cache line. The branch
-// predicts well when most adds are new, or most are not.
+// probeTest for AtomicFilter: the vector load reads each aligned word
+// whole, as atomic.LoadUint64 does on amd64, so only the scalar way out
+// differs (atomic loads).
+TEXT ·probeAtomicTest(SB), NOSPLIT|NOFRAME, $0-25
+	VEC(probe_atomic_test_scalar)
+	TESTED(probe_atomic_test_tested)
+	SETCS ret+24(FP)
+	VZEROUPPER
+	RET
+
+probe_atomic_test_scalar:
+	JMP ·scalarAtomicTest(SB)
+
+// func probeTestAndAdd(l *core, b *block, x uint32) (present bool)
 //
-// Otherwise it builds the key's mask (MASK) and ORs it into the block
-// with one 64-byte read-modify-write.
-TEXT ·vecAdd(SB), NOSPLIT|NOFRAME, $0-25
-	LANEBITS
-	MOVQ b+0(FP), AX
-	MOVL x+8(FP), BX
-	MOVQ p+16(FP), CX
-	VMOVDQU64    (AX), Z0 // the miss first, as in vecTest
-	PROBE(add_tested)
-	SETCS    present+24(FP)
-	JCS      add_done // all set already
+// Tests the key first, and returns true when its bits are all set
+// (TestAndAdd's answer): re-adding a key then costs what a test does,
+// writes nothing, and dirties no cache line. The branch predicts well
+// when most adds are new, or most are not. Otherwise it builds the key's
+// mask (MASK) and ORs it into the block with one 64-byte
+// read-modify-write.
+TEXT ·probeTestAndAdd(SB), NOSPLIT|NOFRAME, $0-25
+	VEC(probe_test_add_scalar)
+	TESTED(probe_test_add_tested)
+	SETCS present+24(FP)
+	JCS   probe_test_add_done // all set already
 	MASK(Z8, mask_round1)
 	VPORQ     Z0, Z8, Z8
 	VMOVDQU64 Z8, (AX)
 
-add_done:
+probe_test_add_done:
 	VZEROUPPER
 	RET
 
-// func vecAtomicAdd(b *block, x uint32, p *vecProbe) (present bool)
+probe_test_add_scalar:
+	JMP ·scalarTestAndAdd(SB)
+
+// func probeAdd(l *core, b *block, x uint32)
 //
-// vecAdd for AtomicFilter: it tests first, and writes nothing when the
-// key's bits are all set; otherwise it sets them in one transaction
-// (TXOR) or, where there is none or it aborts, with one LOCK OR for each
-// word its mask touches.
-// Every word is read whole by the vector load (8-byte aligned loads are
-// atomic on amd64) and only ever ORed, so a racing Add loses nothing.
+// probeTestAndAdd without the answer, whose scalar way out adds without
+// testing first.
+TEXT ·probeAdd(SB), NOSPLIT|NOFRAME, $0-20
+	VEC(probe_add_scalar)
+	TESTED(probe_add_tested)
+	JCS probe_add_done
+	MASK(Z8, mask_round6)
+	VPORQ     Z0, Z8, Z8
+	VMOVDQU64 Z8, (AX)
+
+probe_add_done:
+	VZEROUPPER
+	RET
+
+probe_add_scalar:
+	JMP ·scalarAdd(SB)
+
+// func probeAtomicAdd(l *core, b *block, x uint32) (present bool)
 //
-// present is vecAdd's: of goroutines racing to add one new key, any that
-// writes saw a bit missing and reports false, so at least one does unless
-// other keys had set all its bits (TestAndAdd's contract).
-TEXT ·vecAtomicAdd(SB), NOSPLIT|NOFRAME, $0-25
-	LANEBITS
-	MOVQ b+0(FP), AX
-	MOVL x+8(FP), BX
-	MOVQ p+16(FP), CX
-	VMOVDQU64    (AX), Z0
-	PROBE(atomic_tested)
-	SETCS    present+24(FP)
-	JCS      atomic_done
+// probeTestAndAdd for AtomicFilter: it tests first, and writes nothing
+// when the key's bits are all set; otherwise it sets them in one
+// transaction (TXOR) or, where there is none or it aborts, with one LOCK
+// OR for each word its mask touches. Every word is read whole by the
+// vector load (8-byte aligned loads are atomic on amd64) and only ever
+// ORed, so a racing Add loses nothing.
+//
+// present is probeTestAndAdd's: of goroutines racing to add one new key,
+// any that writes saw a bit missing and reports false, so at least one
+// does unless other keys had set all its bits (TestAndAdd's contract).
+TEXT ·probeAtomicAdd(SB), NOSPLIT|NOFRAME, $0-25
+	VEC(probe_atomic_add_scalar)
+	TESTED(probe_atomic_add_tested)
+	SETCS present+24(FP)
+	JCS   probe_atomic_add_done
 	MASK(Z8, mask_round2)
-	TXOR(atomic_done, atomic_locked)
-	ATOMICOR(atomic_word)
+	TXOR(probe_atomic_add_done, probe_atomic_add_locked)
+	ATOMICOR(probe_atomic_add_word)
 
-atomic_done:
+probe_atomic_add_done:
 	VZEROUPPER
 	RET
+
+probe_atomic_add_scalar:
+	JMP ·scalarAtomicAdd(SB)
 
 // func vecTestHashes(blocks *block, nblocks uint64, hs []uint64, results []bool, p *vecProbe)
 //
-// vecTest of every hash of hs, its block found by fastrange as
-// core.blockOf does, the answers written to results: the batched
-// calls' probe, with no call, no VZEROUPPER and no Go loop per key.
+// probeTest's vector probe of every hash of hs, its block found by
+// fastrange as core.blockOf does, the answers written to results: the
+// batched calls' probe, with no call, no VZEROUPPER and no Go loop per
+// key.
 // results is at least as long as hs.
 TEXT ·vecTestHashes(SB), NOSPLIT|NOFRAME, $0-72
 	LANEBITS
@@ -148,7 +183,8 @@ test_hashes_done:
 
 // func vecAddHashes(blocks *block, nblocks uint64, hs []uint64, p *vecProbe)
 //
-// vecAdd of every hash of hs, as vecTestHashes does vecTest.
+// probeTestAndAdd's vector probe of every hash of hs, as vecTestHashes does
+// probeTest's.
 TEXT ·vecAddHashes(SB), NOSPLIT|NOFRAME, $0-48
 	LANEBITS
 	MOVQ blocks+0(FP), DI
@@ -208,7 +244,8 @@ add_hashes_done:
 
 // func vecAddPacked(blocks *block, ps []uint64, p *vecProbe)
 //
-// vecAdd of every packed entry of a private build (parallel.go): block
+// probeTestAndAdd's vector probe of every packed entry of a private build
+// (parallel.go): block
 // e>>32 of blocks, residue uint32(e).
 TEXT ·vecAddPacked(SB), NOSPLIT|NOFRAME, $0-40
 	LANEBITS

@@ -74,14 +74,14 @@ func TestVectorMatchesProbes(t *testing.T) {
 		for _, x := range xs {
 			var want, got block
 			f.add(&want, x)
-			if vecAdd(&got, x, f.vec) {
-				t.Fatalf("k=%d x=%d: vecAdd reports the key present in an empty block", k, x)
+			if probeTestAndAdd(&f.core, &got, x) {
+				t.Fatalf("k=%d x=%d: probeTestAndAdd reports the key present in an empty block", k, x)
 			}
 			if got != want {
-				t.Fatalf("k=%d x=%d: vecAdd sets %x, add %x", k, x, got, want)
+				t.Fatalf("k=%d x=%d: probeTestAndAdd sets %x, add %x", k, x, got, want)
 			}
-			if !vecAdd(&got, x, f.vec) || got != want {
-				t.Fatalf("k=%d x=%d: a second vecAdd reports the key absent or changes the block", k, x)
+			if !probeTestAndAdd(&f.core, &got, x) || got != want {
+				t.Fatalf("k=%d x=%d: a second probeTestAndAdd reports the key absent or changes the block", k, x)
 			}
 			// On a random block, and on one with exactly the key's bits
 			// minus one of them.
@@ -89,11 +89,11 @@ func TestVectorMatchesProbes(t *testing.T) {
 			for w := range b {
 				b[w] = r.Uint64() | r.Uint64() // three quarters set: both answers occur
 			}
-			if vecTest(&b, x, f.vec) != f.test(&b, x) {
-				t.Fatalf("k=%d x=%d: vecTest and test disagree on %x", k, x, b)
+			if probeTest(&f.core, &b, x) != f.test(&b, x) {
+				t.Fatalf("k=%d x=%d: probeTest and test disagree on %x", k, x, b)
 			}
-			if !vecTest(&want, x, f.vec) {
-				t.Fatalf("k=%d x=%d: vecTest misses the key's own bits", k, x)
+			if !probeTest(&f.core, &want, x) {
+				t.Fatalf("k=%d x=%d: probeTest misses the key's own bits", k, x)
 			}
 			b = want
 			w := r.IntN(blockWords)
@@ -101,21 +101,21 @@ func TestVectorMatchesProbes(t *testing.T) {
 				w = (w + 1) % blockWords
 			}
 			b[w] &= b[w] - 1 // clear one of the key's bits
-			if vecTest(&b, x, f.vec) {
-				t.Fatalf("k=%d x=%d: vecTest passes with a bit missing", k, x)
+			if probeTest(&f.core, &b, x) {
+				t.Fatalf("k=%d x=%d: probeTest passes with a bit missing", k, x)
 			}
-			if vecAdd(&b, x, f.vec) || b != want {
-				t.Fatalf("k=%d x=%d: vecAdd with a bit missing reports present or does not restore it", k, x)
+			if probeTestAndAdd(&f.core, &b, x) || b != want {
+				t.Fatalf("k=%d x=%d: probeTestAndAdd with a bit missing reports present or does not restore it", k, x)
 			}
-			// vecAdd ORs: bits already set stay set.
+			// probeTestAndAdd ORs: bits already set stay set.
 			b = block{^uint64(0), 0, ^uint64(0), 0, 1, 2, 3, 4}
 			want = b
 			f.add(&want, x)
-			if vecAdd(&b, x, f.vec) != f.test(&block{^uint64(0), 0, ^uint64(0), 0, 1, 2, 3, 4}, x) {
-				t.Fatalf("k=%d x=%d: vecAdd's answer differs from test's", k, x)
+			if probeTestAndAdd(&f.core, &b, x) != f.test(&block{^uint64(0), 0, ^uint64(0), 0, 1, 2, 3, 4}, x) {
+				t.Fatalf("k=%d x=%d: probeTestAndAdd's answer differs from test's", k, x)
 			}
 			if b != want {
-				t.Fatalf("k=%d x=%d: vecAdd on a full block gives %x, want %x", k, x, b, want)
+				t.Fatalf("k=%d x=%d: probeTestAndAdd on a full block gives %x, want %x", k, x, b, want)
 			}
 		}
 	}
