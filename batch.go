@@ -117,8 +117,7 @@ const (
 // probes window w of batchSize hashes while it prefetches prefetchDistance
 // keys ahead and hashes window w+1, a step of prefetchStep keys at a time:
 // hashing a whole window between two runs of probes would leave the memory
-// idle meanwhile (on a 1.25 GB filter that cost 36 ns a key against 18 for
-// TestHashes).
+// idle meanwhile (docs/design.md, "Batches").
 func runKeys[K []byte | string](l *core, keys []K, op op, results []bool) {
 	if op == opTest || op == opAtomicTest {
 		results = results[:len(keys)]
@@ -174,7 +173,7 @@ func (l *core) probeRolling(op op, cur, next []uint64, results []bool) {
 // goHashWindow hashes keys into hs with xxh3, where hashWindow has no
 // assembly hash (probe_other.go) and for the keys too long for it
 // (keyhash_amd64.go). The type switch, once a window, lets the loops call
-// xxh3 directly: through a function value, the call per key cost 1-2 ns.
+// xxh3 directly, where a function value would cost a call per key.
 func goHashWindow[K []byte | string](hs []uint64, keys []K, seed uint64) {
 	switch ks := any(keys).(type) {
 	case [][]byte:

@@ -53,10 +53,10 @@ func keyHash(l *core, p *byte, n int) (h uint64, ok bool)
 func keyHashes(l *core, keys *keyHeader, stride uintptr, hs []uint64) int
 
 // hashWindow hashes keys into hs with the assembly hash, the single-key
-// calls' own: in one call per window rather than a Go call of xxh3's
-// per key, which made the batched calls slower than a loop of Test on a
-// filter in the caches (7.8 against 6.4 ns a key on an AMD EPYC, 10^6
-// keys). A key longer than it takes goes to xxh3.
+// calls' own: in one call per window rather than a Go call of xxh3's per
+// key, which made the batched calls slower than a loop of Test on a
+// filter in the caches (docs/design.md, "Batches"). A key longer than it
+// takes goes to xxh3.
 func hashWindow[K []byte | string](l *core, hs []uint64, keys []K) {
 	keys = keys[:len(hs)]
 	for i := 0; i < len(hs); {

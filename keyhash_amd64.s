@@ -7,11 +7,12 @@
 // The single-key calls (Filter's Test, TestString, Add and AddString,
 // AtomicFilter's Add and AddString) hash the key here too, in the same
 // call as the probe: a Go hash, a Go frame and a second call around the
-// probe cost Test 20-30% at 10^6 and 3·10^7 keys (BenchmarkLimitsPaired),
-// where the whole call is a few dozen instructions beside the limit's. HASH is XXH3-64 with a seed, as
-// github.com/zeebo/xxh3's HashSeed computes it, for keys of up to 128
-// bytes (TestKeyHashMatchesXXH3, FuzzKeyHash); longer keys go to the Go
-// hash, where the hashing outweighs a call.
+// probe cost Test a good part of its time, where the whole call is a few
+// dozen instructions beside the limit's (docs/design.md, "The single-key
+// calls"). HASH is XXH3-64 with a seed, as github.com/zeebo/xxh3's
+// HashSeed computes it, for keys of up to 128 bytes
+// (TestKeyHashMatchesXXH3, FuzzKeyHash); longer keys go to the Go hash,
+// where the hashing outweighs a call.
 
 // XXH3's avalanche multiplier, for IMULQ from memory: one instruction
 // where a constant would need a register loaded first.
@@ -66,8 +67,8 @@ GLOBL ·avalanchePrime(SB), RODATA|NOPTR, $8
 // instructions fewer a pair of words. Keys of 17 to 32 bytes run
 // straight through from the routine's start, which the linker aligns, with
 // no branch taken; the other lengths are HASH_OUT's, which each routine
-// places after its last RET. (With the 17-32-byte path at a misaligned
-// label, Add measured 1.27x the limit at 3·10^7 instead of 1.08x.)
+// places after its last RET. (A misaligned 17-32-byte path measured
+// slower: docs/design.md, "The single-key calls".)
 #define HASH(long)                                                    \
 	CMPQ  R11, $16                                                \
 	JBE   hash_16                                                 \

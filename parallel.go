@@ -18,8 +18,8 @@ import (
 // which stops the cache misses of the following keys from starting while
 // it waits for its own line. So a large bulk load builds in private, plain
 // memory, and ORs what it built into the shared filter at the end, word by
-// word with atomic ORs over sequential memory (a few ns a word, against
-// 100 ns and more for a random one). Adds running meanwhile go straight to
+// word with atomic ORs over sequential memory, where the CPU streams the
+// lines instead of waiting for each. Adds running meanwhile go straight to
 // the shared filter, and since OR is monotone neither side loses a bit;
 // the keys of the load are not visible to Test before the load returns.
 // There are two ways to split the work:
@@ -36,8 +36,8 @@ import (
 //     each owns one part and keeps a private copy of it, and every key's
 //     hash is handed to the owner of its block. The copies add up to one
 //     filter, but routing every hash to another core costs about as much
-//     as adding it: on two cores it was 1.1-1.3x faster than a single-core
-//     AddBatch, where the whole copies are 1.8-2x.
+//     as adding it, so it gains less over a single-core AddBatch than the
+//     whole copies do (docs/design.md, "Bulk loads").
 //
 // A load uses whole copies when there are at most maxCopies workers and
 // the copies fit the memory budget (ParallelConfig), block ranges when one
@@ -301,10 +301,9 @@ func (f *AtomicFilter) AddSeqWith(keys iter.Seq[[]byte], c ParallelConfig) uint6
 // An AddSeq in whole copies hands the hashes over in batches of seqBatch,
 // up to seqQueue batches waiting for each worker. A worker that finds none
 // waiting yields its core up to seqSpins times before it sleeps: waking a
-// sleeping goroutine's thread took about 300 µs on a 2-vCPU VM (the idle
-// vCPU halts), time in which the worker would have added 20 batches, and
-// without the spin it slept thousands of times a load (AddSeq of 5·10^7
-// keys: 21.6-25.6 ns a key without it, 12.5-13.6 with it).
+// sleeping goroutine's thread is slow on a VM whose idle vCPU halts, time
+// in which the worker would have added many batches, and without the spin
+// it slept thousands of times a load (docs/design.md, "Bulk loads").
 const (
 	seqBatch  = 1024
 	seqQueue  = 4
@@ -324,9 +323,8 @@ type hashBatch struct {
 // for another's turn on the CPU. A batch goes to the shared filter with
 // atomic adds until the load has as many keys as the filter has blocks,
 // and from then on to the copy of whoever takes it. Copying the keys for
-// the workers to hash instead cost more than hashing them: 9.3 ns a key
-// to iterate and copy against 7.5-8 to iterate and hash, and the load
-// took 21.7-27.2 ns a key against 15.0-20.3 (5·10^7 keys, interleaved).
+// the workers to hash instead cost more than hashing them, and the load
+// was slower for it (docs/design.md, "Bulk loads").
 func (f *AtomicFilter) addSeqCopies(keys iter.Seq[[]byte], workers int) (n uint64) {
 	full := make(chan *hashBatch, seqQueue*(workers-1))
 	free := make(chan *hashBatch, cap(full)+workers+1) // never empty
@@ -362,9 +360,8 @@ func (f *AtomicFilter) addSeqCopies(keys iter.Seq[[]byte], workers int) (n uint6
 		// cache, and copies each full batch out with handOver. Appending
 		// to the batch itself, whose lines the worker that added it last
 		// read on the other core, made the caller take each line back
-		// before writing it: on a 2-vCPU AMD EPYC VM (5·10^7 keys) the
-		// worker then found its queue empty 7,000-39,000 times in most
-		// loads, and 15-450 times with the copy.
+		// before writing it, and the worker then found its queue empty
+		// hundreds of times as often (docs/design.md, "Bulk loads").
 		hs, seed := make([]uint64, 0, seqBatch), f.seed
 		// Deferred so that the keys pulled so far go in and the workers
 		// stop even if the iterator panics.

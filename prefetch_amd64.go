@@ -3,14 +3,10 @@
 package ohbloom
 
 // The batched calls' pipeline (batch.go) with PREFETCHT0, which retires at
-// once: steps of 8 keys, 48 keys ahead. An earlier design prefetched a
-// whole window of 64 at once, then probed it. On a 2-vCPU AMD EPYC VM,
-// TestBatch on a 125 MB filter (10^8 keys) took 38-54 ns a key that way
-// and 21-26 with the rolling prefetch at distances 16 to 48 (48: 21-23).
-// On a 1.25 GB filter, distances of 64 to 128 (in windows of 128) measured
-// no better than 48. The burst asks for more misses than the core can
-// track, and the prefetches beyond that wait. At 3·10^7 keys it went from
-// 49-54 to 21-27 ns, and at 10^6 from 23-25 to 19-21.
+// once: steps of 8 keys, 48 keys ahead, a steady stream of misses. A burst
+// of a whole window's prefetches asks for more misses than the core can
+// track, and the prefetches beyond that wait; longer distances gained
+// nothing (docs/design.md, "Batches").
 const (
 	batchSize        = 64
 	prefetchDistance = 48

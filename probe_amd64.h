@@ -2,11 +2,10 @@
 // blocks and of windows of hashes) and keyhash_amd64.s (the single-key
 // calls, which hash and probe in one routine). Include go_asm.h first.
 
-// Every routine that touches a 512-bit register ends with VZEROUPPER: with
-// keyTest's and keyAdd's left out, Test and Add of a 10^6-key filter took
-// 150 ns a key instead of 10 on an Intel Xeon with AMX
-// (BenchmarkLimitsPaired), the SSE code that Go runs between calls paying
-// for the dirty upper halves.
+// Every routine that touches a 512-bit register ends with VZEROUPPER:
+// without it, the SSE code that Go runs between calls pays for the dirty
+// upper halves, many times over on some Intel CPUs (docs/design.md, "The
+// vector probe").
 
 // vecProbe's field offsets, from the go_asm.h the compiler writes.
 #define MAGIC vecProbe_magic

@@ -138,7 +138,7 @@ func Load(path string) (*Filter, error) {
 //     first): a Test that reaches a page past the new end faults, and the
 //     fault (SIGBUS) kills the process; recover cannot catch it. The
 //     Checked methods (TestChecked, TestBatchChecked) turn it into an error
-//     wrapping ErrTruncated, at about 10 ns a call.
+//     wrapping ErrTruncated, at a few nanoseconds a call.
 //   - cp, dd, or any write over the old bytes: Tests answer from a mix of
 //     old and new bits, unchecked, and may say "absent" for a key that is
 //     in both files.
@@ -158,9 +158,9 @@ type Snapshot struct {
 // the file is exactly as long as the header announces, and the checksum of
 // the data, so that a Test never answers from corrupt bits. Checking the
 // data reads the file once, at memory speed when it is in the page cache
-// (0.1 s for a 1.25 GB snapshot on a 2-core VM, 0.15% of rebuilding it from
-// its keys; from disk, at the disk's speed), and leaves its pages mapped
-// for the Tests that follow. A file that fails a check is an error wrapping one of
+// (a small fraction of rebuilding it from its keys; docs/operations.md) and
+// at the disk's speed from disk, and leaves its pages mapped for the Tests
+// that follow. A file that fails a check is an error wrapping one of
 // the package's sentinels: ErrChecksum for a changed byte, ErrTruncated for
 // a short file, and so on.
 //
@@ -288,9 +288,9 @@ func (s *Snapshot) maps(addr uintptr) bool {
 
 // TestChecked is Test, but a file truncated under the mapping makes it
 // return an error wrapping ErrTruncated where Test would crash the process
-// (see Snapshot). It costs about 10 ns more than Test (measured on a
-// snapshot in the caches: 22 ns against 11), which matters only where a
-// Test costs little; TestBatchChecked pays it once per batch.
+// (see Snapshot). It costs a few nanoseconds more than Test
+// (docs/operations.md), which matters only where a Test costs little;
+// TestBatchChecked pays it once per batch.
 func (s *Snapshot) TestChecked(key []byte) (ok bool, err error) {
 	if s.mapping == nil {
 		return s.Test(key), nil
