@@ -138,6 +138,22 @@ func (l *core) testAndAddBits(b *block, x uint32) bool { return probeTestAndAdd(
 // generated ones).
 func (l *core) atomicAddBits(b *block, x uint32) bool { return probeAtomicAdd(l, b, x) }
 
+// The generated probes with the arguments of the probe functions: where
+// the core has no vector probe, probe_amd64.s jumps to them, and
+// probe_other.go calls them.
+func scalarTest(l *core, b *block, x uint32) bool       { return l.test(b, x) }
+func scalarAtomicTest(l *core, b *block, x uint32) bool { return l.atomicTest(b, x) }
+func scalarAdd(l *core, b *block, x uint32)             { l.add(b, x) }
+func scalarAtomicAdd(l *core, b *block, x uint32) bool  { return l.atomicAdd(b, x) }
+
+func scalarTestAndAdd(l *core, b *block, x uint32) bool {
+	if l.test(b, x) {
+		return true
+	}
+	l.add(b, x)
+	return false
+}
+
 // residue returns the part of a hash that picks the bits inside its block:
 // its low 32 bits. Fewer would be cheaper to reduce (with 23 bits, x mod
 // size is exact by 32-bit multiplies), but then an absent key shares all

@@ -48,10 +48,10 @@ type vecProbe struct {
 // probeTest, probeAtomicTest, probeAdd, probeTestAndAdd and
 // probeAtomicAdd are the single-block probes of a core (probe_amd64.s):
 // the vector probe where l has one, else the generated probe, reached by
-// a jump to the function of the same name with scalar for probe. A caller
-// makes one call, and the choice between the two is made once, there.
-// probeTestAndAdd and probeAtomicAdd report whether the key was present
-// (then they write nothing).
+// a jump to the function of the same name with scalar for probe
+// (core.go). A caller makes one call, and the choice between the two is
+// made once, there. probeTestAndAdd and probeAtomicAdd report whether the
+// key was present (then they write nothing).
 
 //go:noescape
 func probeTest(l *core, b *block, x uint32) bool
@@ -67,21 +67,6 @@ func probeTestAndAdd(l *core, b *block, x uint32) (present bool)
 
 //go:noescape
 func probeAtomicAdd(l *core, b *block, x uint32) (present bool)
-
-// The probes' ways out where the core has no vector probe: the generated
-// probes, with the arguments where the probes have them.
-func scalarTest(l *core, b *block, x uint32) bool       { return l.test(b, x) }
-func scalarAtomicTest(l *core, b *block, x uint32) bool { return l.atomicTest(b, x) }
-func scalarAdd(l *core, b *block, x uint32)             { l.add(b, x) }
-func scalarAtomicAdd(l *core, b *block, x uint32) bool  { return l.atomicAdd(b, x) }
-
-func scalarTestAndAdd(l *core, b *block, x uint32) bool {
-	if l.test(b, x) {
-		return true
-	}
-	l.add(b, x)
-	return false
-}
 
 // vecTestHashes and vecAddHashes are probeTest's and probeTestAndAdd's
 // vector probes over a window of

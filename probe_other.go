@@ -32,18 +32,11 @@ func keyAdd(l *core, p *byte, n int)       { addKey(l, p, n) }
 func keyAtomicAdd(l *core, p *byte, n int) { atomicAddKey(l, p, n) }
 
 // The single-block probes are the generated ones: there is no other here.
-func probeTest(l *core, b *block, x uint32) bool       { return l.test(b, x) }
-func probeAtomicTest(l *core, b *block, x uint32) bool { return l.atomicTest(b, x) }
-func probeAdd(l *core, b *block, x uint32)             { l.add(b, x) }
-func probeAtomicAdd(l *core, b *block, x uint32) bool  { return l.atomicAdd(b, x) }
-
-func probeTestAndAdd(l *core, b *block, x uint32) bool {
-	if l.test(b, x) {
-		return true
-	}
-	l.add(b, x)
-	return false
-}
+func probeTest(l *core, b *block, x uint32) bool       { return scalarTest(l, b, x) }
+func probeAtomicTest(l *core, b *block, x uint32) bool { return scalarAtomicTest(l, b, x) }
+func probeAdd(l *core, b *block, x uint32)             { scalarAdd(l, b, x) }
+func probeTestAndAdd(l *core, b *block, x uint32) bool { return scalarTestAndAdd(l, b, x) }
+func probeAtomicAdd(l *core, b *block, x uint32) bool  { return scalarAtomicAdd(l, b, x) }
 
 func (l *core) vecTestWindow([]uint64, []bool) { panic("ohbloom: no vector probe") }
 func (l *core) vecAddWindow([]uint64)          { panic("ohbloom: no vector probe") }
