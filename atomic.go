@@ -73,11 +73,9 @@ func (f *AtomicFilter) Test(key []byte) bool {
 	return f.atomicTestBits(f.blockOf(h), residue(h))
 }
 
-// TestString is Test for a string key.
-func (f *AtomicFilter) TestString(key string) bool {
-	h := xxh3.HashStringSeed(key, f.seed)
-	return f.atomicTestBits(f.blockOf(h), residue(h))
-}
+// TestString is Test for a string key. It views the string's bytes,
+// which Test only reads, and inlines into its caller.
+func (f *AtomicFilter) TestString(key string) bool { return f.Test(stringBytes(key)) }
 
 // HashTest is Test that also returns the key's Hash, in one call, for
 // wrappers that sample or route by the hash (the metrics collector) and
@@ -87,10 +85,10 @@ func (f *AtomicFilter) HashTest(key []byte) (h uint64, present bool) {
 	return h, f.atomicTestBits(f.blockOf(h), residue(h))
 }
 
-// HashTestString is HashTest for a string key.
+// HashTestString is HashTest for a string key, viewing its bytes as
+// TestString does.
 func (f *AtomicFilter) HashTestString(key string) (h uint64, present bool) {
-	h = xxh3.HashStringSeed(key, f.seed)
-	return h, f.atomicTestBits(f.blockOf(h), residue(h))
+	return f.HashTest(stringBytes(key))
 }
 
 // TestSampled is Test for wrappers that count a sample of their tests: it

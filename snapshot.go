@@ -312,11 +312,9 @@ func (s *Snapshot) Test(key []byte) bool {
 	return s.testBits(s.blockOf(h), residue(h))
 }
 
-// TestString is Test for a string key.
-func (s *Snapshot) TestString(key string) bool {
-	h := xxh3.HashStringSeed(key, s.seed)
-	return s.testBits(s.blockOf(h), residue(h))
-}
+// TestString is Test for a string key. It views the string's bytes,
+// which Test only reads, and inlines into its caller.
+func (s *Snapshot) TestString(key string) bool { return s.Test(stringBytes(key)) }
 
 // TestHash tests the key whose Hash is h.
 func (s *Snapshot) TestHash(h uint64) bool { return s.testBits(s.blockOf(h), residue(h)) }
