@@ -85,7 +85,7 @@ func testAtomicConcurrent(t *testing.T) {
 			ref.AddString(key(w, i))
 		}
 	}
-	if !a.ToFilter().Equal(ref) {
+	if !a.ToPlain().Equal(ref) {
 		t.Fatal("concurrent AtomicFilter differs from the sequential Filter")
 	}
 }
@@ -201,9 +201,11 @@ func testAtomicAddMatchesAdd(t *testing.T) {
 					t.Fatalf("k=%d x=%d: atomicAdd%d on %x: %x present=%v, want %x %v", k, x, k, start, got, present, ref, wasPresent)
 				}
 				if hasVector {
+					v := a.core
+					v.setVec(makeVecProbe(a.parts[:k]))
 					got = start
-					if present := vecAtomicAdd(&got, x, makeVecProbe(a.parts[:k])); present != wasPresent || got != ref {
-						t.Fatalf("k=%d x=%d: vecAtomicAdd on %x: %x present=%v, want %x %v", k, x, start, got, present, ref, wasPresent)
+					if present := probeAtomicAdd(&v, &got, x); present != wasPresent || got != ref {
+						t.Fatalf("k=%d x=%d: probeAtomicAdd on %x: %x present=%v, want %x %v", k, x, start, got, present, ref, wasPresent)
 					}
 				}
 			}

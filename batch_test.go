@@ -57,8 +57,8 @@ func TestBatchMatchesSingle(t *testing.T) {
 			hf.AddHashes(hs)
 			ha.AddHashes(hs)
 			for name, g := range map[string]*Filter{"Filter.AddBatch": f, "Filter.AddBatchStrings": fs,
-				"AtomicFilter.AddBatch": a.ToFilter(), "AtomicFilter.AddBatchStrings": as.ToFilter(),
-				"Filter.AddHashes": hf, "AtomicFilter.AddHashes": ha.ToFilter()} {
+				"AtomicFilter.AddBatch": a.ToPlain(), "AtomicFilter.AddBatchStrings": as.ToPlain(),
+				"Filter.AddHashes": hf, "AtomicFilter.AddHashes": ha.ToPlain()} {
 				if !g.Equal(ref) {
 					t.Errorf("%s sets other bits than Add", name)
 				}
@@ -202,8 +202,8 @@ func TestHashWindowIsXXH3(t *testing.T) {
 			hs, hstr := make([]uint64, len(keys)), make([]uint64, len(keys))
 			for at := 0; at < len(keys); at += window {
 				end := min(len(keys), at+window)
-				hashWindow(&f.layout, hs[at:end], keys[at:end])
-				hashWindow(&f.layout, hstr[at:end], strs[at:end])
+				hashWindow(&f.core, hs[at:end], keys[at:end])
+				hashWindow(&f.core, hstr[at:end], strs[at:end])
 			}
 			for i, k := range keys {
 				want := xxh3.HashSeed(k, seed)

@@ -17,7 +17,7 @@ import (
 // the second then decrements counters other keys share, as removing a key
 // that was never added does.
 type AtomicCountingFilter struct {
-	countingLayout
+	countingCore
 }
 
 // NewAtomicCounting is NewCounting for an AtomicCountingFilter.
@@ -41,7 +41,7 @@ func NewAtomicCountingWithConfig(c Config) (*AtomicCountingFilter, error) {
 
 // wordMasks returns, for each word of the block, the low bit of each of
 // the hash's counters in it.
-func (l *countingLayout) wordMasks(h uint64) (*block, block) {
+func (l *countingCore) wordMasks(h uint64) (*block, block) {
 	b, cs := l.counters(h)
 	var m block
 	for _, c := range cs[:l.k] {
@@ -111,6 +111,12 @@ func (f *AtomicCountingFilter) removeHash(h uint64) error {
 	return nil
 }
 
+// AddHash counts in the key whose Hash is h.
+func (f *AtomicCountingFilter) AddHash(h uint64) { f.addHash(h) }
+
+// RemoveHash counts out the key whose Hash is h, as Remove does.
+func (f *AtomicCountingFilter) RemoveHash(h uint64) error { return f.removeHash(h) }
+
 // Test reports whether key may be in the filter.
 func (f *AtomicCountingFilter) Test(key []byte) bool {
 	return f.testHash(xxh3.HashSeed(key, f.seed))
@@ -124,12 +130,12 @@ func (f *AtomicCountingFilter) TestString(key string) bool {
 // Equal reports whether f and other have the same geometry, seed and
 // counters.
 func (f *AtomicCountingFilter) Equal(other *AtomicCountingFilter) bool {
-	return f.equal(&other.countingLayout)
+	return f.equal(&other.countingCore)
 }
 
-// ToCounting returns a CountingFilter holding a copy of f's counters.
-func (f *AtomicCountingFilter) ToCounting() *CountingFilter {
-	c := f.countingLayout
+// ToPlain returns a CountingFilter holding a copy of f's counters.
+func (f *AtomicCountingFilter) ToPlain() *CountingFilter {
+	c := f.countingCore
 	c.blocks = alignedBlocks(f.nblocks)
 	for i := range f.blocks {
 		for w := range blockWords {
@@ -149,7 +155,7 @@ func (f *AtomicCountingFilter) WriteTo(w io.Writer) (int64, error) {
 func (f *AtomicCountingFilter) ReadFrom(r io.Reader) (int64, error) {
 	h, blocks, n, err := readBlocks(r, kindCounting)
 	if err == nil {
-		f.countingLayout = h.countingLayout(blocks)
+		f.countingCore = h.countingCore(blocks)
 	}
 	return n, err
 }

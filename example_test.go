@@ -15,7 +15,7 @@ func ExampleNew() {
 
 	fmt.Println(f.TestString("did:plc:alice|did:plc:bob"))
 	fmt.Println(f.TestString("did:plc:alice|did:plc:carol"))
-	fmt.Printf("k=%d, %.1f bits per key\n", f.K(), float64(f.Cap())/1_000_000)
+	fmt.Printf("k=%d, %.1f bits per key\n", f.K(), float64(f.Bits())/1_000_000)
 	// Output:
 	// true
 	// false
@@ -136,24 +136,6 @@ func ExampleNewScalable() {
 	}
 	fmt.Println(f.Stages(), f.TestString("user-99999"))
 	// Output: 7 true
-}
-
-func ExampleReadClassic() {
-	// A filter written by Guava's BloomFilter.writeTo (here built in Go,
-	// byte for byte what Guava writes) is read and queried as Guava would.
-	g, _ := ohbloom.NewClassicWithEstimates(ohbloom.GuavaMurmur128Mitz64, 5_000_000, 0.01)
-	fmt.Println(g.Cap(), g.K())
-	g.AddString("from java")
-	data, _ := g.MarshalBinary()
-
-	f, _, err := ohbloom.ReadClassic(bytes.NewReader(data), ohbloom.GuavaMurmur128Mitz64)
-	if err != nil {
-		panic(err)
-	}
-	fmt.Println(f.TestString("from java"), f.TestString("from go"))
-	// Output:
-	// 47925312 7
-	// true false
 }
 
 // A Layout places keys without holding the bits, so the bits can live

@@ -8,6 +8,7 @@ import (
 	"math"
 	"sync/atomic"
 
+	"github.com/ohbloom/ohbloom/internal/stream"
 	"github.com/zeebo/xxh3"
 )
 
@@ -72,15 +73,6 @@ const (
 	magic       = "OHBLOOM\x00"
 	headerSize  = 128 // a multiple of 64, so the blocks start cache-aligned in a mapped file
 	trailerSize = 8
-
-	// ioChunk is how many bytes of blocks WriteTo and ReadFrom move at a
-	// time: large enough that per-call costs vanish, small enough to stay
-	// in L2.
-	ioChunk = 64 << 10
-
-	// firstAlloc caps what ReadFrom allocates before data arrives: it grows
-	// the filter's storage as the stream proves it is that long.
-	firstAlloc = 1 << 20
 )
 
 // Errors returned when decoding. Each decoding error wraps one of them, and
@@ -108,7 +100,7 @@ type header struct {
 	targetFPR float64
 }
 
-func (l *layout) header() header {
+func (l *core) header() header {
 	return header{kind: kindBlocked, hash: hashXXH3, k: l.k, seed: l.seed,
 		nblocks: l.nblocks, capacity: l.capacity, targetFPR: l.targetFPR}
 }
@@ -197,8 +189,8 @@ func decodeHeader(b []byte) (header, error) {
 	return h, nil
 }
 
-func (h header) layout() layout {
-	l := layout{capacity: h.capacity, targetFPR: h.targetFPR}
+func (h header) core() core {
+	l := core{capacity: h.capacity, targetFPR: h.targetFPR}
 	l.setGeometry(h.seed, h.nblocks, h.k)
 	return l
 }
@@ -246,7 +238,7 @@ func (f *Filter) WriteTo(w io.Writer) (int64, error) { return f.writeTo(w) }
 // checksum either way.
 func (f *AtomicFilter) WriteTo(w io.Writer) (int64, error) { return f.writeTo(w) }
 
-func (l *layout) writeTo(w io.Writer) (int64, error) { return writeBlocks(w, l.header(), l.blocks) }
+func (l *core) writeTo(w io.Writer) (int64, error) { return writeBlocks(w, l.header(), l.blocks) }
 
 // writeBlocks streams an encoded filter: header, blocks, checksum.
 func writeBlocks(w io.Writer, h header, blocks []block) (int64, error) {
@@ -262,9 +254,9 @@ func writeBlocks(w io.Writer, h header, blocks []block) (int64, error) {
 	if err := put(hdr[:]); err != nil {
 		return written, err
 	}
-	buf := make([]byte, ioChunk)
+	buf := make([]byte, stream.Chunk)
 	for i := 0; i < len(blocks); {
-		chunk := blocks[i:min(len(blocks), i+ioChunk/blockBytes)]
+		chunk := blocks[i:min(len(blocks), i+stream.Chunk/blockBytes)]
 		out := encodeBlocks(buf, chunk)
 		sum.Write(out)
 		if err := put(out); err != nil {
@@ -303,7 +295,7 @@ func (f *Filter) MarshalBinary() ([]byte, error) { return f.marshal(), nil }
 // MarshalBinary returns the filter in the format of Filter.WriteTo.
 func (f *AtomicFilter) MarshalBinary() ([]byte, error) { return f.marshal(), nil }
 
-func (l *layout) marshal() []byte { return marshalBlocks(l.header(), l.blocks) }
+func (l *core) marshal() []byte { return marshalBlocks(l.header(), l.blocks) }
 
 // marshalBlocks returns an encoded filter.
 func marshalBlocks(h header, blocks []block) []byte {
@@ -323,12 +315,12 @@ func (f *Filter) UnmarshalBinary(data []byte) error { return f.unmarshal(data) }
 // run concurrently with any other method. On error f is unchanged.
 func (f *AtomicFilter) UnmarshalBinary(data []byte) error { return f.unmarshal(data) }
 
-func (l *layout) unmarshal(data []byte) error {
+func (l *core) unmarshal(data []byte) error {
 	h, blocks, err := unmarshalBlocks(data, kindBlocked)
 	if err != nil {
 		return err
 	}
-	nl := h.layout()
+	nl := h.core()
 	nl.blocks = blocks
 	*l = nl
 	return nil
@@ -372,55 +364,39 @@ func (f *Filter) ReadFrom(r io.Reader) (int64, error) { return f.readFrom(r) }
 // method.
 func (f *AtomicFilter) ReadFrom(r io.Reader) (int64, error) { return f.readFrom(r) }
 
-func (l *layout) readFrom(r io.Reader) (int64, error) {
+func (l *core) readFrom(r io.Reader) (int64, error) {
 	h, blocks, n, err := readBlocks(r, kindBlocked)
 	if err != nil {
 		return n, err
 	}
-	nl := h.layout()
+	nl := h.core()
 	nl.blocks = blocks
 	*l = nl
 	return n, nil
 }
 
-// exactReader reads exactly the bytes asked for, counts them, and reports
-// a stream that ends early as ErrTruncated.
-type exactReader struct {
-	r io.Reader
-	n int64
-}
-
-func (e *exactReader) fill(b []byte) error {
-	n, err := io.ReadFull(e.r, b)
-	e.n += int64(n)
-	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
-		return fmt.Errorf("%w: stream ended after %d bytes", ErrTruncated, e.n)
-	}
-	return err
-}
-
 // readBlocks reads exactly one encoded filter of the given kind from r.
 func readBlocks(r io.Reader, kind uint8) (header, []block, int64, error) {
-	in := &exactReader{r: r}
-	fill := in.fill
+	in := &stream.Reader{R: r, Short: ErrTruncated}
+	fill := in.Fill
 	var hdr [headerSize]byte
 	if err := fill(hdr[:]); err != nil && !errors.Is(err, ErrTruncated) {
-		return header{}, nil, in.n, err
+		return header{}, nil, in.N, err
 	}
 	// A short header is reported as decodeHeader sees it: foreign bytes as
 	// ErrNotFilter, a cut-off filter as ErrTruncated.
-	h, err := decodeHeader(hdr[:in.n])
+	h, err := decodeHeader(hdr[:in.N])
 	if err == nil {
 		err = h.wantKind(kind)
 	}
 	if err != nil {
-		return h, nil, in.n, err
+		return h, nil, in.N, err
 	}
 	sum := xxh3.New()
 	sum.Write(hdr[:])
 
-	blocks := alignedBlocks(min(h.nblocks, firstAlloc/blockBytes))
-	buf := make([]byte, ioChunk)
+	blocks := alignedBlocks(min(h.nblocks, stream.FirstAlloc/blockBytes))
+	buf := make([]byte, stream.Chunk)
 	for done := uint64(0); done < h.nblocks; {
 		if done == uint64(len(blocks)) {
 			// The stream has delivered everything allocated so far: double.
@@ -428,10 +404,10 @@ func readBlocks(r io.Reader, kind uint8) (header, []block, int64, error) {
 			copy(grown, blocks)
 			blocks = grown
 		}
-		n := min(uint64(len(blocks))-done, ioChunk/blockBytes)
+		n := min(uint64(len(blocks))-done, stream.Chunk/blockBytes)
 		chunk := buf[:n*blockBytes]
 		if err := fill(chunk); err != nil {
-			return h, nil, in.n, err
+			return h, nil, in.N, err
 		}
 		sum.Write(chunk)
 		decodeBlocks(blocks[done:done+n], chunk)
@@ -439,12 +415,12 @@ func readBlocks(r io.Reader, kind uint8) (header, []block, int64, error) {
 	}
 	var tail [trailerSize]byte
 	if err := fill(tail[:]); err != nil {
-		return h, nil, in.n, err
+		return h, nil, in.N, err
 	}
 	if got, rec := sum.Sum64(), binary.LittleEndian.Uint64(tail[:]); got != rec {
-		return h, nil, in.n, fmt.Errorf("%w: data hashes to %#x, recorded %#x", ErrChecksum, got, rec)
+		return h, nil, in.N, fmt.Errorf("%w: data hashes to %#x, recorded %#x", ErrChecksum, got, rec)
 	}
-	return h, blocks, in.n, nil
+	return h, blocks, in.N, nil
 }
 
 func putUint64(b []byte, v uint64) { binary.LittleEndian.PutUint64(b, v) }

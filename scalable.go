@@ -22,31 +22,17 @@ const DefaultGrowth = 2
 // times the rate of the one before, from what is left. The rates sum to p
 // however many stages there are.
 //
-// Why this shape. Most users reserve the capacity they need, so stage 0 is
-// where the bytes matter: at 0.75·p it takes at most RedisBloom's bytes
-// for the same BF.RESERVE at p = 1% (0.97×), 1.05× at 0.1% and 1.15× at
-// 0.01%, where a 512-bit blocked filter needs 10% and 18% more bits than a
-// classic one and RedisBloom builds its first stage at p/2. The quarter of
-// p left for growth is half of what RedisBloom leaves, and a decreasing
-// (geometric) split of it, as RedisBloom's, comes at best to 1.22× its
-// bytes at 8× the reserve at 1% and 1.29× at 0.1%. For a known final size
-// the split that costs least gives each stage a rate in proportion to its
-// capacity (Lagrange: stage i takes about C_i·a·ln(1/p_i) bits), so the
-// stages up to 8× the reserve split theirs rising with capacity, which
-// brings 8× to 1.115× and 1.193×. The price is paid at other sizes: at 2×
-// the reserve 1.33× RedisBloom's bytes at 1% (1.36× at 0.1%), and past 8×
-// up to 1.27× (1.37×), where the best geometric split stays within 1.13×
-// to 1.29× from 2× to 1024×.
-//
-// The constants are the best of a grid (first share, reach, ramp share,
-// exponent, decay) by the worst ratio to RedisBloom from 2× to 1024× at 1%
-// and 0.1%, among those that meet every bound above (those at 8× with
-// 0.5% to spare), computed with Size, which gives the bytes New allocates
-// exactly, against RedisBloom's own sizing: go test -run
-// TestScheduleSearch -schedule.search -v prints it, docs/sizing.md has the
-// tables and the measured rates, and TestScheduleAgainstRedisBloom pins
-// the bounds. The file records these parameters (ScalableFilter.WriteTo),
-// so changing them changes new filters only.
+// Why this shape: most users reserve the capacity they need, so stage 0
+// is where the bytes matter, and gets most of p; for a filter that grows to
+// a known size the split that costs least gives each stage a rate in
+// proportion to its capacity, so the first stages after it share theirs
+// rising with capacity, and only the stages past rampReach fall
+// geometrically, as RedisBloom's do. The constants are the best of a grid
+// by their bytes against RedisBloom's from 2× to 1024× the reserve;
+// docs/sizing.md ("Why") has the figures, the bounds that
+// TestScheduleAgainstRedisBloom pins and the command that searches the
+// grid. The file records these parameters (ScalableFilter.WriteTo), so
+// changing them changes new filters only.
 const (
 	firstShare   = 0.75
 	rampReach    = 8

@@ -42,7 +42,7 @@ func stageOf(s scalable, i int) (*Filter, uint64) {
 		return s.Stage(i), s.counts[i]
 	case *AtomicScalableFilter:
 		st := (*s.stages.Load())[i]
-		return st.f.ToFilter(), st.added.Load()
+		return st.f.ToPlain(), st.added.Load()
 	}
 	panic("unknown type")
 }
@@ -122,7 +122,7 @@ func TestScalableKeepsItsRate(t *testing.T) {
 			t.Errorf("the atomic filter has %d stages and %d keys, the plain one %d and %d", a.Stages(), a.Count(), s.Stages(), s.Count())
 		}
 		for i := range s.Stages() {
-			if !s.Stage(i).Equal((*a.stages.Load())[i].f.ToFilter()) {
+			if !s.Stage(i).Equal((*a.stages.Load())[i].f.ToPlain()) {
 				t.Errorf("stage %d differs between the plain and the atomic filter", i)
 			}
 		}
@@ -338,7 +338,7 @@ func TestScalableMaxBytes(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		blocks, _, _ := Size(cfg.Capacity, cfg.FPR)
+		blocks, _, _ := Geometry(cfg.Capacity, cfg.FPR)
 		if want <= blocks*blockBytes {
 			t.Errorf("%+v: ScalableSizeBytes %d, not above the %d bytes of a Filter at the whole rate", cfg, want, blocks*blockBytes)
 		}

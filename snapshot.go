@@ -27,7 +27,7 @@ func (f *Filter) Save(path string) error { return f.save(path) }
 // snapshot, which is consistent with its checksum either way.
 func (f *AtomicFilter) Save(path string) error { return f.save(path) }
 
-func (l *layout) save(path string) error { return SaveFile(path, writerToFunc(l.writeTo)) }
+func (l *core) save(path string) error { return SaveFile(path, writerToFunc(l.writeTo)) }
 
 // writerToFunc lets an unexported encoder be passed as an io.WriterTo.
 type writerToFunc func(io.Writer) (int64, error)
@@ -37,8 +37,9 @@ func (f writerToFunc) WriteTo(w io.Writer) (int64, error) { return f(w) }
 // SaveFile writes what src encodes to path as Filter.Save does: into a
 // temporary file in the same directory, synced, renamed over path, and the
 // directory synced, so that a crash leaves either the old file or the new
-// one. Every filter type's Save uses it; it is exported for files that hold
-// a filter among other things (a server's records, say).
+// one. Filter.Save and AtomicFilter.Save use it; it is exported for the
+// other filters' encodings and for files that hold filters among other
+// things (the records of ohbloom serve, say).
 //
 // The file is created with permissions 0666 less the process's umask, as
 // cp, tar and most tools create files (0644 under the usual umask 022):
@@ -137,7 +138,7 @@ func Load(path string) (*Filter, error) {
 //     first): a Test that reaches a page past the new end faults, and the
 //     fault (SIGBUS) kills the process; recover cannot catch it. The
 //     Checked methods (TestChecked, TestBatchChecked) turn it into an error
-//     wrapping ErrTruncated, at about 10 ns a call.
+//     wrapping ErrTruncated, at a few nanoseconds a call.
 //   - cp, dd, or any write over the old bytes: Tests answer from a mix of
 //     old and new bits, unchecked, and may say "absent" for a key that is
 //     in both files.
@@ -147,7 +148,7 @@ func Load(path string) (*Filter, error) {
 // keeps the old file's pages until Close, and the next Open sees the new
 // file. Never copy over a file that a process has open.
 type Snapshot struct {
-	layout
+	core
 	mapping []byte // the mapped file, nil when it was read
 	path    string
 }
@@ -157,9 +158,9 @@ type Snapshot struct {
 // the file is exactly as long as the header announces, and the checksum of
 // the data, so that a Test never answers from corrupt bits. Checking the
 // data reads the file once, at memory speed when it is in the page cache
-// (0.1 s for a 1.25 GB snapshot on a 2-core VM, 0.15% of rebuilding it from
-// its keys; from disk, at the disk's speed), and leaves its pages mapped
-// for the Tests that follow. A file that fails a check is an error wrapping one of
+// (a small fraction of rebuilding it from its keys; docs/operations.md) and
+// at the disk's speed from disk, and leaves its pages mapped for the Tests
+// that follow. A file that fails a check is an error wrapping one of
 // the package's sentinels: ErrChecksum for a changed byte, ErrTruncated for
 // a short file, and so on.
 //
@@ -206,7 +207,7 @@ func open(path string, verify bool) (*Snapshot, error) {
 		}
 		return nil, fmt.Errorf("ohbloom: open %s: %w: %d bytes, the header announces %d", path, kind, st.Size(), want)
 	}
-	s := &Snapshot{layout: h.layout(), path: path}
+	s := &Snapshot{core: h.core(), path: path}
 	if s.mapping, s.blocks, err = mapBlocks(file, h.nblocks); err != nil {
 		return nil, fmt.Errorf("ohbloom: open %s: %w", path, err)
 	}
@@ -217,7 +218,7 @@ func open(path string, verify bool) (*Snapshot, error) {
 		if err != nil {
 			return nil, err
 		}
-		s.layout = f.layout
+		s.core = f.core
 		return s, nil
 	}
 	if verify {
@@ -287,9 +288,9 @@ func (s *Snapshot) maps(addr uintptr) bool {
 
 // TestChecked is Test, but a file truncated under the mapping makes it
 // return an error wrapping ErrTruncated where Test would crash the process
-// (see Snapshot). It costs about 10 ns more than Test (measured on a
-// snapshot in the caches: 22 ns against 11), which matters only where a
-// Test costs little; TestBatchChecked pays it once per batch.
+// (see Snapshot). It costs a few nanoseconds more than Test
+// (docs/operations.md), which matters only where a Test costs little;
+// TestBatchChecked pays it once per batch.
 func (s *Snapshot) TestChecked(key []byte) (ok bool, err error) {
 	if s.mapping == nil {
 		return s.Test(key), nil
@@ -311,18 +312,16 @@ func (s *Snapshot) Test(key []byte) bool {
 	return s.testBits(s.blockOf(h), residue(h))
 }
 
-// TestString is Test for a string key.
-func (s *Snapshot) TestString(key string) bool {
-	h := xxh3.HashStringSeed(key, s.seed)
-	return s.testBits(s.blockOf(h), residue(h))
-}
+// TestString is Test for a string key. It views the string's bytes,
+// which Test only reads, and inlines into its caller.
+func (s *Snapshot) TestString(key string) bool { return s.Test(stringBytes(key)) }
 
 // TestHash tests the key whose Hash is h.
 func (s *Snapshot) TestHash(h uint64) bool { return s.testBits(s.blockOf(h), residue(h)) }
 
 // TestBatch tests keys as Filter.TestBatch does.
 func (s *Snapshot) TestBatch(keys [][]byte, results []bool) {
-	runKeys(&s.layout, keys, opTest, results)
+	runKeys(&s.core, keys, opTest, results)
 }
 
 // TestHashes tests hashes as Filter.TestHashes does.

@@ -66,7 +66,7 @@ func TestSaveLoadOpen(t *testing.T) {
 	// Handing over to a live filter, and saving an AtomicFilter.
 	live := s.ToAtomic()
 	live.AddString("new")
-	if !live.TestString("new") || !live.ToFilter().Equal(func() *Filter { g := f.Clone(); g.AddString("new"); return g }()) {
+	if !live.TestString("new") || !live.ToPlain().Equal(func() *Filter { g := f.Clone(); g.AddString("new"); return g }()) {
 		t.Fatal("ToAtomic lost bits")
 	}
 	if err := live.Save(path); err != nil {

@@ -82,7 +82,7 @@ func runBuild(e env, args []string) int {
 	}
 	fmt.Fprintf(e.stdout, "wrote %s: %d keys in %v, sized for %d at p=%g: k=%d, %.2f bits/key, %d bytes\n",
 		*out, added, time.Since(start).Round(time.Millisecond), f.Capacity(), *p, f.K(),
-		float64(f.Cap())/float64(max(1, f.Capacity())), f.SizeBytes())
+		float64(f.Bits())/float64(max(1, f.Capacity())), f.SizeBytes())
 	if added > f.Capacity() {
 		warn(e, "build", "%d keys read, more than the %d the filter was sized for: its false positive rate is now %.4g, not %g",
 			added, f.Capacity(), f.EstimatedFPR(), *p)

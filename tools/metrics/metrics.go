@@ -8,7 +8,8 @@
 // with weight SampleEvery, in one of 64 counters padded to their own cache
 // lines. Which calls are counted is decided by the key's hash, which the
 // test computes anyway, XORed with a salt: free, where even the runtime's
-// random generator costs 10 ns. A fixed rule would always count the same
+// random generator costs more than a test in the caches
+// (docs/operations.md). A fixed rule would always count the same
 // hot keys or never, so the salt changes every few thousand counted calls; over
 // time every key is counted one time in SampleEvery. Batched calls are
 // counted exactly, once per batch.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/ohbloom/ohbloom"
+	"github.com/ohbloom/ohbloom/redisbloom"
 )
 
 // BF.* commands, answering as RedisBloom's rebloom.c answers: the same
@@ -72,7 +73,7 @@ func (s *Server) newBloom(o bloomOptions) (*entry, error) {
 	var err error
 	if o.nonScaling {
 		var blocks uint64
-		blocks, _, err = ohbloom.Size(c.Capacity, c.FPR)
+		blocks, _, err = ohbloom.Geometry(c.Capacity, c.FPR)
 		size = blocks * ohbloom.BlockBytes
 	} else {
 		c.Growth = uint64(o.expansion)
@@ -348,7 +349,7 @@ func rbAddResult(added bool, err error) int8 {
 		return addNew
 	case err == nil:
 		return addPresent
-	case errors.Is(err, ohbloom.ErrRedisBloomFull):
+	case errors.Is(err, redisbloom.ErrFull):
 		return addFull
 	case errors.Is(err, ohbloom.ErrTooLarge):
 		return addSizeLimit
@@ -376,7 +377,7 @@ func (s *Server) addReply(w replier, r int8, logErr error) {
 // stops reports whether a full filter ends a multi-add: one that does not
 // grow.
 func (e *entry) stops() bool {
-	return e.kind == kindFixed || e.kind == kindRedisBloom && e.rb.Options()&ohbloom.RedisBloomNoScaling != 0
+	return e.kind == kindFixed || e.kind == kindRedisBloom && e.rb.Options()&redisbloom.NoScaling != 0
 }
 
 // addItems adds items to the BF key name, hashesPerRecord at a time: each

@@ -61,7 +61,7 @@ func (s *Server) checkSize(n uint64, p float64, size func(uint64, float64) (uint
 }
 
 // countingSize sizes a counting filter without allocating one.
-func countingSize(n uint64, p float64) (uint64, int, error) { return ohbloom.CountingSize(n, p) }
+func countingSize(n uint64, p float64) (uint64, int, error) { return ohbloom.CountingGeometry(n, p) }
 
 // cfOption finds one of CF.RESERVE's options as RedisBloom does
 // (RMUtil_ArgIndex over every argument) and checks its value; it returns

@@ -18,22 +18,9 @@ import (
 )
 
 // The event loops, on epoll, written here rather than taken from
-// github.com/panjf2000/gnet/v2, because they cost less CPU per command,
-// measured beside Debian's redis-server 7.0 (SADD/SISMEMBER) in the same
-// run (OHBLOOM_SERVERS="ohbloom=... gnet=..." bench/serve_bench.sh 3,
-// redis-benchmark -c 50 -r 1000000; medians of 3 alternating rounds, on a
-// machine busy with other work), server CPU per command as a ratio to
-// redis-server's:
-//
-//	                        own loop   gnet v2.9.7
-//	BF.ADD    pipelined 16    0.42       0.41
-//	BF.EXISTS pipelined 16    0.46       0.55
-//	BF.ADD    unpipelined     0.81       1.16
-//	BF.EXISTS unpipelined     0.90       1.37
-//
-// Unpipelined, where each command is a read and a write of its own, gnet
-// spent ~4.4 µs more per command (12.2-12.6 µs against 7.8-8.2), which
-// puts it above redis-server's 9.2-9.5; pipelined the two are alike. This
+// github.com/panjf2000/gnet/v2, because they cost less CPU per command
+// where each command is a read and a write of its own, and as little
+// pipelined (docs/benchmarks.md, "The event loop against gnet"). This
 // loop parses straight from its read buffer and copies only the tail of
 // an unfinished command; it reads and writes with raw system calls.
 //

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/ohbloom/ohbloom"
+	"github.com/ohbloom/ohbloom/internal/redisbloomtest"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -232,7 +233,7 @@ func TestCommandsDoNotAllocate(t *testing.T) {
 // allocates, once per filter).
 func loadRBForTest(t *testing.T, s *Server, key string) string {
 	sess := &session{authed: true, proto: 2}
-	var g *rbGolden
+	var g *redisbloomtest.Dump
 	for _, x := range loadRBGolden(t) {
 		if x.Name == "cap20000-e0.0001" {
 			g = x

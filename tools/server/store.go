@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/ohbloom/ohbloom"
+	"github.com/ohbloom/ohbloom/redisbloom"
 	"github.com/zeebo/xxh3"
 )
 
@@ -53,7 +54,7 @@ type entry struct {
 	scalable  *ohbloom.AtomicScalableFilter
 	fixed     *ohbloom.AtomicFilter
 	counting  *ohbloom.AtomicCountingFilter
-	rb        *ohbloom.AtomicRedisBloomFilter
+	rb        *redisbloom.AtomicFilter
 	capacity  uint64  // as reserved
 	errorRate float64 // as reserved (CF keys: the counting filter's target)
 	seed      uint64  // the filter's hash seed (every stage shares it)
@@ -209,7 +210,7 @@ func (e *entry) decrementItems() bool {
 //	64  the key (at 56 in version 1)
 //	    XXH3_64bits of everything above
 //	    the filter, as its WriteTo writes it (with its own checksum); for
-//	    a RedisBloom key, ohbloom.RedisBloomFilter's MarshalBinary format
+//	    a RedisBloom key, redisbloom.Filter's MarshalBinary format
 const (
 	recordMagic   = "OHBSRV\x00\x02"
 	recordMagicV1 = "OHBSRV\x00\x01"
@@ -326,7 +327,7 @@ func readRecord(r io.Reader) (string, *entry, error) {
 	case kindRedisBloom:
 		// Its memory grows with the bytes that arrive, never with what
 		// its header claims.
-		e.rb = new(ohbloom.AtomicRedisBloomFilter)
+		e.rb = new(redisbloom.AtomicFilter)
 		_, err = e.rb.ReadFrom(r)
 	default:
 		return "", nil, fmt.Errorf("%w: unknown kind %d", errCorrupt, e.kind)
