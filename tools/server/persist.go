@@ -169,6 +169,7 @@ func (s *store) load() error {
 		return err
 	}
 	var segs []segmentFile
+	var records []string
 	for _, ent := range ents {
 		name := ent.Name()
 		path := filepath.Join(s.dir, name)
@@ -179,21 +180,16 @@ func (s *store) load() error {
 			}
 			s.logger.Info("removed a temporary file of an interrupted save", "file", path)
 		case strings.HasSuffix(name, recordFileExt) && !strings.HasPrefix(name, "."):
-			key, e, err := loadRecord(path)
-			if err != nil {
-				return fmt.Errorf("server: data file %s: %w", path, err)
-			}
-			if want := s.path(key); filepath.Base(want) != name {
-				return fmt.Errorf("server: data file %s holds key %q, whose file is %s", path, key, want)
-			}
-			e.onDisk = true
-			s.keys[key] = e
+			records = append(records, path)
 		case segmentName.MatchString(name):
 			gen, _ := strconv.ParseUint(name[len("appendonly-"):len("appendonly-")+16], 16, 64)
 			segs = append(segs, segmentFile{gen, path})
 		case name == lastSaveFile:
 			s.lastSave.Store(readLastSave(path, s.logger))
 		}
+	}
+	if err := s.loadRecords(records); err != nil {
+		return err
 	}
 	slices.SortFunc(segs, func(a, b segmentFile) int { return cmpUint(a.gen, b.gen) })
 	// Segments before a gap were being removed by a save that had
