@@ -267,6 +267,9 @@ func openLog(dir string, policy fsyncPolicy, segs []segmentFile, logger *slog.Lo
 // synced, so that a segment exists whole or not at all.
 func createSegment(dir string, gen uint64) (*os.File, error) {
 	path := segmentPath(dir, gen)
+	if err := replaceable(path); err != nil {
+		return nil, err
+	}
 	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
 	if err != nil {
 		return nil, err

@@ -413,6 +413,9 @@ func (s *store) removeStale(live map[string]bool) error {
 // caller syncs the directory: a save of many keys syncs it once, not once
 // a key.
 func writeAtomic(path string, write func(io.Writer) error) (err error) {
+	if err := replaceable(path); err != nil {
+		return err
+	}
 	dir, base := filepath.Split(path)
 	tmp, err := os.CreateTemp(dir, "."+base+".tmp-*")
 	if err != nil {
@@ -435,6 +438,9 @@ func writeAtomic(path string, write func(io.Writer) error) (err error) {
 		return err
 	}
 	if err := tmp.Close(); err != nil {
+		return err
+	}
+	if err := replaceable(path); err != nil {
 		return err
 	}
 	return os.Rename(tmp.Name(), path)
