@@ -429,7 +429,7 @@ func readBlocks(r io.Reader, kind uint8) (header, []block, int64, error) {
 	// leaves the smaller copies to the garbage collector, about twice the
 	// filter's memory until they are returned to the system.
 	first := min(h.nblocks, firstAlloc/blockBytes)
-	if left, ok := remaining(r); ok && uint64(left) >= h.nblocks*blockBytes+trailerSize {
+	if left, ok := remaining(r); ok && left >= 0 && uint64(left) >= h.nblocks*blockBytes+trailerSize {
 		first = h.nblocks
 	}
 	blocks := alignedBlocks(first)

@@ -7,24 +7,25 @@ package server
 // is allocated once at its size: the decoders are told how much of the
 // file is left (sizedFile.Len), where from a plain stream they grow the
 // filter by doubling and leave every smaller copy to the garbage
-// collector, which kept the process at 2.2-2.5 times its filters' bytes
-// after a restart. Pages that the file leaves all zero are not written,
-// so a reserved, still empty filter costs no more after a restart than
-// before it. The checksums are checked as the bytes pass, so a key
-// answers only from bits that were verified, and the files are read on
-// every core at once.
+// collector, about twice the filters' bytes after a restart. Pages that
+// the file leaves all zero are not written, so a reserved, still empty
+// filter costs no more after a restart than before it. The checksums are
+// checked as the bytes pass, so a key answers only from bits that were
+// verified, and the files are read on every core at once.
 //
 // Mapping the files instead (MAP_PRIVATE, copy-on-write) was measured and
-// not chosen: checking a mapped file's checksum faults its pages in one by
-// one, slower than reading it (0.8 s against 0.3-0.4 s for 2 GB in the
-// page cache on the 2-core VM); the filters' blocks do not sit 64-byte
-// aligned in a record, as in-place probing needs; and a mapped file that
-// is later replaced by a save keeps its disk space until the process
-// exits.
+// not chosen (docs/server.md, "What a restart costs"): checking a mapped
+// file's checksum faults its pages in one by one, slower than reading it;
+// a key's blocks do not sit 64-byte aligned in its record, as probing in
+// place needs (the record's header and name come first, and a scalable
+// filter's stages follow its own header and counts); a key written to
+// would copy its pages one fault at a time; and a mapped file that a
+// later save replaces keeps its disk space until the process exits.
 
 import (
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -49,7 +50,7 @@ func (r *sizedFile) Read(p []byte) (int, error) {
 }
 
 // Len is what is left of the file by its size when it was opened.
-func (r *sizedFile) Len() int { return int(max(r.left, 0)) }
+func (r *sizedFile) Len() int { return int(min(max(r.left, 0), math.MaxInt)) }
 
 // loaded is one data file read back.
 type loaded struct {
@@ -101,14 +102,18 @@ func (s *store) loadRecords(paths []string) error {
 			return r.err
 		}
 	}
+	grown := false
 	for _, r := range out {
 		r.e.onDisk = true
 		s.keys[r.key] = r.e
+		grown = grown || r.e.kind == kindRedisBloom
 	}
-	// The decoders of RedisBloom keys still grow their filters as the
-	// bytes arrive; return what they left behind now rather than when the
-	// runtime's scavenger gets to it.
-	debug.FreeOSMemory()
+	if grown {
+		// The decoder of RedisBloom keys still grows their filters as the
+		// bytes arrive: return what it left behind now rather than when
+		// the runtime's scavenger gets to it.
+		debug.FreeOSMemory()
+	}
 	return nil
 }
 
