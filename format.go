@@ -357,7 +357,12 @@ func unmarshalBlocks(data []byte, kind uint8) (header, []block, error) {
 // Filter.WriteTo, reading exactly the bytes of one filter, and returns how
 // many it read. Its memory grows with the data that actually arrives, so a
 // header that claims a huge filter costs nothing until the stream backs the
-// claim. On error f is unchanged.
+// claim. A reader that can tell how many bytes it holds, with a Len() int
+// method as *bytes.Reader has, is taken at its word: when it holds the whole
+// filter, the filter is allocated once, at its size, instead of grown.
+// Pages that the input leaves all zero are not written, so an empty filter
+// read back takes little memory until keys are added, as a new one does.
+// On error f is unchanged.
 func (f *Filter) ReadFrom(r io.Reader) (int64, error) { return f.readFrom(r) }
 
 // ReadFrom is Filter.ReadFrom. It must not run concurrently with any other
@@ -395,7 +400,15 @@ func readBlocks(r io.Reader, kind uint8) (header, []block, int64, error) {
 	sum := xxh3.New()
 	sum.Write(hdr[:])
 
-	blocks := alignedBlocks(min(h.nblocks, stream.FirstAlloc/blockBytes))
+	// Memory grows with the bytes that arrive, unless r says it holds the
+	// whole filter: growing by doubling copies every block once more and
+	// leaves the smaller copies to the garbage collector, about twice the
+	// filter's memory until they are returned to the system.
+	first := min(h.nblocks, stream.FirstAlloc/blockBytes)
+	if left, ok := remaining(r); ok && left >= 0 && uint64(left) >= h.nblocks*blockBytes+trailerSize {
+		first = h.nblocks
+	}
+	blocks := alignedBlocks(first)
 	buf := make([]byte, stream.Chunk)
 	for done := uint64(0); done < h.nblocks; {
 		if done == uint64(len(blocks)) {
@@ -410,7 +423,7 @@ func readBlocks(r io.Reader, kind uint8) (header, []block, int64, error) {
 			return h, nil, in.N, err
 		}
 		sum.Write(chunk)
-		decodeBlocks(blocks[done:done+n], chunk)
+		storeBlocks(blocks[done:done+n], chunk)
 		done += n
 	}
 	var tail [trailerSize]byte
@@ -421,6 +434,48 @@ func readBlocks(r io.Reader, kind uint8) (header, []block, int64, error) {
 		return h, nil, in.N, fmt.Errorf("%w: data hashes to %#x, recorded %#x", ErrChecksum, got, rec)
 	}
 	return h, blocks, in.N, nil
+}
+
+// remaining reports how many bytes r holds, where it can tell: a reader
+// with a Len method, as *bytes.Reader, *bytes.Buffer and *strings.Reader
+// have, or the hashing reader of a scalable filter's stages over one.
+func remaining(r io.Reader) (int, bool) {
+	switch r := r.(type) {
+	case interface{ Len() int }:
+		return r.Len(), true
+	case hashingReader:
+		return remaining(r.r)
+	}
+	return 0, false
+}
+
+// zeroPage is what storeBlocks compares the input with.
+var zeroPage [4096]byte
+
+// littleEndian is whether words in memory have the file's byte order, so
+// that blocks can be copied to and from the file's bytes as they are (and
+// a mapped file probed in place).
+var littleEndian = binary.NativeEndian.Uint16([]byte{1, 0}) == 1
+
+// storeBlocks decodes src into dst, which must be zero (freshly
+// allocated), skipping each 4 KiB of src that is all zero: the pages of a
+// filter's empty regions are then never written, and a filter read back
+// costs the memory its set bits touch, as the filter that was saved did,
+// not all of its size. Where the byte order allows it copies, which is
+// faster than decoding word by word.
+func storeBlocks(dst []block, src []byte) {
+	for off := 0; off < len(src); off += len(zeroPage) {
+		piece := src[off:min(len(src), off+len(zeroPage))]
+		if string(piece) == string(zeroPage[:len(piece)]) {
+			continue
+		}
+		to := dst[off/blockBytes : (off+len(piece))/blockBytes]
+		if littleEndian {
+			copy(blockMemory(to), piece)
+		} else {
+			decodeBlocks(to, piece)
+		}
+	}
 }
 
 func putUint64(b []byte, v uint64) { binary.LittleEndian.PutUint64(b, v) }

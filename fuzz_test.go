@@ -88,6 +88,14 @@ func FuzzReadFrom(f *testing.F) {
 		if n != int64(cr.n) {
 			t.Fatalf("ReadFrom reports %d bytes, consumed %d", n, cr.n)
 		}
+		// From a reader that tells its length (allocated at once, zero
+		// pages skipped): the same outcome as from the plain stream.
+		var sized AtomicFilter
+		sn, serr := sized.ReadFrom(bytes.NewReader(data))
+		if sn != n || (serr == nil) != (err == nil) || (err != nil && serr.Error() != err.Error()) ||
+			(err == nil && !sized.ToPlain().Equal(d.ToPlain())) {
+			t.Fatalf("from a *bytes.Reader: %d bytes, %v; from a plain stream: %d, %v", sn, serr, n, err)
+		}
 		if err != nil {
 			checkDecodeError(t, err, d.blocks)
 			return

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -20,7 +21,9 @@ import (
 // in the same directory, syncs it, renames it over path and syncs the
 // directory. A crash at any moment leaves path holding either the old
 // snapshot or the new one, never a torn file (a stale temporary file
-// ".NAME.tmp-*" may be left beside it). On error path is untouched.
+// ".NAME.tmp-*" may be left beside it). On error path is untouched. Only
+// a regular file or a new name is written: a directory, symbolic link,
+// device, named pipe or socket at path is an error (see SaveFile).
 func (f *Filter) Save(path string) error { return f.save(path) }
 
 // Save is Filter.Save. Keys added during the save may or may not be in the
@@ -43,11 +46,16 @@ func (f writerToFunc) WriteTo(w io.Writer) (int64, error) { return f(w) }
 //
 // The file is created with permissions 0666 less the process's umask, as
 // cp, tar and most tools create files (0644 under the usual umask 022):
-// a snapshot is meant to be read by other processes. A path that names a
-// directory is an error before anything is written.
+// a snapshot is meant to be read by other processes.
+//
+// Only a regular file is replaced: a path that names anything else (a
+// directory, a symbolic link, a device, a named pipe, a socket) is an error
+// that says what it is, before anything is written, since the rename
+// would put a regular file in its place (a symbolic link is replaced, not
+// followed, and a device node would be gone).
 func SaveFile(path string, src io.WriterTo) (err error) {
-	if st, err := os.Stat(path); err == nil && st.IsDir() {
-		return fmt.Errorf("ohbloom: save %s: is a directory", path)
+	if err := replaceable(path); err != nil {
+		return fmt.Errorf("ohbloom: save %s: %w", path, err)
 	}
 	dir, name := filepath.Split(path)
 	if dir == "" {
@@ -82,10 +90,54 @@ func SaveFile(path string, src io.WriterTo) (err error) {
 	if err := tmp.Close(); err != nil {
 		return err
 	}
+	// Again: the path may have been made since the first look.
+	if err := replaceable(path); err != nil {
+		return err
+	}
 	if err := os.Rename(tmp.Name(), path); err != nil {
 		return err
 	}
 	return syncDir(dir)
+}
+
+// replaceable reports an error unless path is missing or a regular file,
+// which a rename may replace. It looks at path itself, not at what a
+// symbolic link points to.
+func replaceable(path string) error {
+	st, err := os.Lstat(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err // the caller names the path
+		}
+		return err
+	}
+	if st.Mode().IsRegular() {
+		return nil
+	}
+	return fmt.Errorf("is %s, not a regular file: a snapshot replaces only a regular file, or makes a new one", fileKind(st.Mode()))
+}
+
+// fileKind names what a file that is not a regular one is.
+func fileKind(m fs.FileMode) string {
+	switch {
+	case m.IsDir():
+		return "a directory"
+	case m&fs.ModeSymlink != 0:
+		return "a symbolic link"
+	case m&fs.ModeNamedPipe != 0:
+		return "a named pipe"
+	case m&fs.ModeSocket != 0:
+		return "a socket"
+	case m&fs.ModeCharDevice != 0:
+		return "a character device"
+	case m&fs.ModeDevice != 0:
+		return "a device"
+	}
+	return "a file of type " + m.Type().String()
 }
 
 // createTemp creates a new file dir/prefix+random, as os.CreateTemp does
@@ -111,16 +163,38 @@ func Load(path string) (*Filter, error) {
 		return nil, fmt.Errorf("ohbloom: %w", err) // "open PATH: why"
 	}
 	defer file.Close()
-	var f Filter
-	n, err := f.ReadFrom(bufio.NewReaderSize(file, 1<<20))
+	st, err := file.Stat()
 	if err != nil {
 		return nil, fmt.Errorf("ohbloom: load %s: %w", path, err)
 	}
-	if st, err := file.Stat(); err == nil && st.Size() != n {
+	var f Filter
+	n, err := f.ReadFrom(&sizedReader{file, st.Size()})
+	if err != nil {
+		return nil, fmt.Errorf("ohbloom: load %s: %w", path, err)
+	}
+	if st.Size() != n {
 		return nil, fmt.Errorf("ohbloom: load %s: %w: %d bytes after the filter", path, ErrCorrupt, st.Size()-n)
 	}
 	return &f, nil
 }
+
+// sizedReader reads a file of known size and says how much of it is left,
+// so that ReadFrom allocates the filter once, at its size (see remaining).
+// It reads straight from the file: ReadFrom moves the blocks in 64 KiB
+// reads, which a buffer would only copy once more.
+type sizedReader struct {
+	r    io.Reader
+	left int64
+}
+
+func (s *sizedReader) Read(p []byte) (int, error) {
+	n, err := s.r.Read(p)
+	s.left -= int64(n)
+	return n, err
+}
+
+// Len is what is left of the file, as far as this process knows.
+func (s *sizedReader) Len() int { return int(min(max(s.left, 0), math.MaxInt)) }
 
 // Snapshot is a read-only filter served from a snapshot file mapped into
 // memory. It is safe for concurrent use by multiple goroutines, up to Close.

@@ -103,6 +103,12 @@ func checkOutput(path string) error {
 	if err == nil && st.IsDir() {
 		return fmt.Errorf("-o %s is a directory: give a file name, such as %s", path, filepath.Join(path, "filter.ohb"))
 	}
+	// The save renames a new file over the path, and so replaces only a
+	// regular file (ohbloom.SaveFile refuses the rest): said here, before
+	// a build that would be lost.
+	if st, err := os.Lstat(path); err == nil && !st.Mode().IsRegular() {
+		return fmt.Errorf("-o %s is not a regular file (%s): a snapshot replaces only a regular file, or makes a new one", path, st.Mode().Type())
+	}
 	dir := filepath.Dir(path)
 	if st, err := os.Stat(dir); err != nil {
 		return fmt.Errorf("-o %s: directory %s: %w", path, dir, errors.Unwrap(err))

@@ -1,7 +1,6 @@
 package server
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/binary"
 	"encoding/hex"
@@ -627,22 +626,4 @@ func (s *store) len() int {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	return len(s.keys)
-}
-
-// loadRecord reads one data file.
-func loadRecord(path string) (string, *entry, error) {
-	f, err := openRegular(path)
-	if err != nil {
-		return "", nil, err
-	}
-	defer f.Close()
-	r := bufio.NewReaderSize(f, 1<<20)
-	name, e, err := readRecord(r)
-	if err != nil {
-		return "", nil, err
-	}
-	if _, err := r.ReadByte(); err != io.EOF {
-		return "", nil, fmt.Errorf("%w: bytes after the filter", errCorrupt)
-	}
-	return name, e, nil
 }
