@@ -19,9 +19,13 @@ import (
 //     until their changes are fsynced; under everysec, while the disk
 //     stalls): the log's flusher wakes it. Replies leave only after, in
 //     order; if the log fails, the connection closes without them;
-//   - a slow command (a save, a scan of the whole keyspace, a dump of a
-//     whole filter: command.slow) runs on a goroutine of its own, so that
-//     the loop serves the other clients meanwhile;
+//   - a command that may take long runs on a goroutine of its own, so
+//     that the loop serves the other clients meanwhile: a slow one (a
+//     save, a scan of the whole keyspace, a dump of a whole filter:
+//     command.slow), a heavy one (more than maxLoopArgs arguments or
+//     maxLoopBytes bytes), EXEC, and one that would wait for a lock:
+//     a key a transaction holds (isolation.go), or a CF or RedisBloom
+//     key's lock held by a save or a dump (session.holdOnLoop);
 //   - an AUTH waits its turn at the password gate (auth.go).
 //
 // Memory a client can make the server hold is bounded three ways:
@@ -60,6 +64,13 @@ const (
 	// unauthPendingBytes bounds the commands a client that has not
 	// authenticated may have waiting while its AUTH is held at the gate.
 	unauthPendingBytes = 256 << 10
+	// maxLoopArgs and maxLoopBytes bound the commands a loop runs itself:
+	// a larger one (a BF.MADD of a million items takes a second) runs off
+	// the loop, so that a batch of commands holds the loop, and an EXEC's
+	// barrier, for a few milliseconds at most. A BF.MADD of 4,096 items
+	// takes about 1 ms.
+	maxLoopArgs  = 4096
+	maxLoopBytes = 1 << 20
 )
 
 // Why a connection runs no command now (connection.block).
@@ -101,7 +112,7 @@ type connection struct {
 	// client authenticates, then none.
 	unauthHeld int64
 	// lock is the client's shard of the server's exec lock, held while
-	// the client's commands run (see execLock).
+	// the client's commands run on its loop (see execLock).
 	lock  *paddedMutex
 	block uint8
 	// waiting is the command held back at the AUTH gate (a copy), run
@@ -129,13 +140,15 @@ type session struct {
 	// tests of exec).
 	client *connection
 	// holdsShard is set while the connection's commands run holding its
-	// shard of the exec lock (on its loop; not a slow command's goroutine).
+	// shard of the exec lock: on its loop, not on a goroutine of their own.
 	holdsShard bool
-	// holdsSlow is set while this session holds the server's slow lock
-	// exclusively, for EXEC.
-	holdsSlow bool
-	// inExec is set while EXEC runs the queue, which holds every shard.
+	// inExec is set while EXEC runs the queue, holding its claim.
 	inExec bool
+	// held is the key whose lock the command running on the loop holds
+	// to its end; wouldBlock, that the command found the lock taken and
+	// must run again off the loop (holdOnLoop).
+	held       *entry
+	wouldBlock bool
 	// log is the append-only log position this connection's unsent
 	// replies depend on (see Server.syncLog).
 	log logWait
@@ -167,13 +180,13 @@ func (c *connection) input(data []byte) {
 			c.in = nil
 		}
 		var n int
-		n, keep = c.run(data)
+		n, keep = c.run(data, false)
 		if rest := data[n:]; keep && !c.dead && len(rest) > 0 {
 			err = c.buffer(rest)
 		}
 	} else if err = c.buffer(data); err == nil && c.block == 0 {
 		var n int
-		n, keep = c.run(c.in[c.r:])
+		n, keep = c.run(c.in[c.r:], true)
 		c.r += n
 	}
 	c.finish(err, keep)
@@ -235,7 +248,7 @@ func (c *connection) resume() {
 		return
 	}
 	if !c.closing && (c.r < len(c.in) || c.waiting != nil) {
-		n, keep := c.run(c.in[c.r:])
+		n, keep := c.run(c.in[c.r:], true)
 		c.r += n
 		c.finish(nil, keep)
 		return
@@ -460,8 +473,10 @@ func (c *connection) release() {
 // run runs the complete commands at the start of b, until one makes the
 // connection wait, and returns how many bytes they took. keep is false
 // when the connection must close once the replies are sent: after QUIT
-// or a protocol error.
-func (c *connection) run(b []byte) (used int, keep bool) {
+// or a protocol error. own says b is the connection's buffer (c.in),
+// which stays as it is while a command runs off the loop, rather than
+// the loop's, which the loop reads the next socket into.
+func (c *connection) run(b []byte, own bool) (used int, keep bool) {
 	s := c.s
 	c.lock.Lock()
 	c.sess.holdsShard = true
@@ -473,7 +488,7 @@ func (c *connection) run(b []byte) (used int, keep bool) {
 	}()
 	if args := c.waiting; args != nil {
 		c.waiting, c.waitingBytes = nil, 0
-		c.dispatch(args, true)
+		c.dispatch(args, true, 0)
 		if c.sess.quit {
 			return 0, false
 		}
@@ -503,9 +518,9 @@ func (c *connection) run(b []byte) (used int, keep bool) {
 			c.waiting, c.waitingBytes = copyArgs(args)
 			return used, true
 		}
-		c.dispatch(args, false)
-		if !c.keep(c.p.memBytes()) {
-			c.p.shrink()
+		c.dispatch(args, own, n)
+		if c.block&blockBusy == 0 && !c.keep(c.p.memBytes()) {
+			c.p.shrink() // not while a goroutine reads the args
 		}
 		if c.sess.quit {
 			return used, false
@@ -520,38 +535,57 @@ func (c *connection) run(b []byte) (used int, keep bool) {
 	return used, true
 }
 
-// dispatch runs one command: here, or, if it is slow, on a goroutine of
-// its own while the connection waits. owned says args are the
-// connection's own copy rather than views of a read buffer.
-func (c *connection) dispatch(args [][]byte, owned bool) {
+// dispatch runs one command: here, or on a goroutine of its own while the
+// connection waits (see the top of this file). owned says args stay valid
+// while the connection waits: they are its own buffer's, not the loop's;
+// size is the command's bytes on the wire (0: count them).
+func (c *connection) dispatch(args [][]byte, owned bool, size int) {
 	s, sess := c.s, &c.sess
 	cmd, ok := lookup(args[0])
 	switch {
-	case !ok || !sess.authed:
-	case sess.multi == nil && cmd.slow && cmd.arityOK(len(args)):
-		c.runOffLoop(cmd, args, owned, false)
-		return
-	case sess.multi != nil && cmd.name == "exec" && !sess.multi.dirty:
-		// EXEC excludes slow commands (see Server.slow). It runs here if
-		// none runs and its queue holds none, else off the loop, which
-		// then waits for them without holding up other clients.
-		if sess.multi.slow || !s.slow.TryLock() {
-			c.runOffLoop(cmd, args, owned, true)
+	case !ok || !sess.authed || !cmd.arityOK(len(args)):
+	case sess.multi != nil:
+		if cmd.name == "exec" && !sess.multi.dirty {
+			c.runOffLoop(cmd, args, owned)
 			return
 		}
-		sess.holdsSlow = true
-		s.execCommand(sess, &c.w, args, cmd, ok)
-		sess.holdsSlow = false
-		s.slow.Unlock()
+	case cmd.slow || heavy(args, size):
+		c.runOffLoop(cmd, args, owned)
+		return
+	case s.iso.active.Load() > 0 && !s.loopMayRun(cmd.name, args):
+		c.runOffLoop(cmd, args, owned)
 		return
 	}
+	replied := len(c.w.b)
 	s.execCommand(sess, &c.w, args, cmd, ok)
+	sess.releaseHeld()
+	if sess.wouldBlock {
+		sess.wouldBlock = false
+		if len(c.w.b) != replied {
+			// A command that gives up must do so before it answers.
+			panic("server: a command gave up its loop after answering")
+		}
+		c.runOffLoop(cmd, args, owned)
+	}
 }
 
-// runOffLoop runs a slow command, or an EXEC, on a goroutine of its own;
-// the connection runs nothing more until it is done. A slow command holds
-// the server's slow lock shared, EXEC exclusively.
-func (c *connection) runOffLoop(cmd command, args [][]byte, owned, exclusive bool) {
+// heavy reports whether a command is too large to run on a loop.
+func heavy(args [][]byte, size int) bool {
+	if len(args) > maxLoopArgs {
+		return true
+	}
+	if size == 0 {
+		for _, a := range args {
+			size += len(a)
+		}
+	}
+	return size > maxLoopBytes
+}
+
+// runOffLoop runs a command on a goroutine of its own; the connection runs
+// nothing more until it is done. The command holds its claim (isolation.go)
+// meanwhile; EXEC takes its own.
+func (c *connection) runOffLoop(cmd command, args [][]byte, owned bool) {
 	if !owned {
 		args, _ = copyArgs(args) // the loop reuses its read buffer meanwhile
 	}
@@ -559,22 +593,30 @@ func (c *connection) runOffLoop(cmd command, args [][]byte, owned, exclusive boo
 	s, sess := c.s, &c.sess
 	sess.holdsShard = false // the goroutine does not hold it
 	go func() {
-		if exclusive {
-			s.slow.Lock()
-			sess.holdsSlow = true
-		} else {
-			s.slow.RLock()
+		if offLoopHook != nil {
+			offLoopHook(cmd.name)
 		}
+		var cl claim
+		if cmd.name != "exec" {
+			s.addClaim(&cl, cmd.name, args)
+			spec := keySpecs[cmd.name]
+			// A creator claims the change mode even for a key it found:
+			// a DEL could remove the key before it runs. (On a loop the
+			// barrier covers that.) KEYS and SCAN take the list mode
+			// for their reads of the index alone.
+			cl.change = cl.change || spec.create
+			cl.list = cl.list && cmd.name != "keys" && cmd.name != "scan"
+		}
+		s.iso.acquire(&cl)
 		s.execCommand(sess, &c.w, args, cmd, true)
-		if exclusive {
-			sess.holdsSlow = false
-			s.slow.Unlock()
-		} else {
-			s.slow.RUnlock()
-		}
+		s.iso.release(&cl)
 		c.wake(wakeBusy, nil)
 	}()
 }
+
+// offLoopHook, set by tests, is told the name of each command that
+// starts to run off its loop.
+var offLoopHook func(name string)
 
 func copyArgs(args [][]byte) ([][]byte, int) {
 	size := 0
@@ -610,11 +652,12 @@ func (c *connection) mustWaitForAuth(args [][]byte) bool {
 
 func (c *connection) remote() string { return c.addr }
 
-// execLock keeps EXEC's commands together. Every client holds its shard
-// while its commands run; EXEC takes every shard, so no other client's
-// command runs between the queued ones. A plain command pays for one
-// uncontended lock per batch it arrives in, on a shard it seldom shares.
-// (Slow commands, which run off the loops, are kept out by Server.slow.)
+// execLock lets a transaction wait for the commands running on the
+// loops: every client holds its shard while a batch of its commands runs
+// on its loop, and a transaction, once its claim is registered, locks and
+// unlocks each shard in turn (Server.barrier), so that every batch that
+// began before has ended. A plain command pays for one uncontended lock
+// per batch it arrives in, on a shard it seldom shares.
 type execLock struct {
 	shards [64]paddedMutex
 }
@@ -628,20 +671,8 @@ type paddedMutex struct {
 
 func (l *execLock) shard(id int64) *paddedMutex { return &l.shards[uint64(id)%uint64(len(l.shards))] }
 
-func (l *execLock) lockAll() {
-	for i := range l.shards {
-		l.shards[i].Lock()
-	}
-}
-
-func (l *execLock) unlockAll() {
-	for i := range l.shards {
-		l.shards[i].Unlock()
-	}
-}
-
-// withoutShard runs f with the session's shard released, for EXEC,
-// which waits for the other shards.
+// withoutShard runs f with the session's shard released, for a
+// transaction's barrier, which waits for every shard.
 func (sess *session) withoutShard(f func()) {
 	if sess.client == nil || !sess.holdsShard {
 		f()
