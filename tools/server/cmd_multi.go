@@ -100,7 +100,7 @@ func (s *Server) queue(sess *session, w replier, c command, known bool, args [][
 	spans := make([]span, len(args))
 	for i, a := range args {
 		spans[i] = span{len(m.buf), len(m.buf) + len(a)}
-		m.buf = append(m.buf, a...)
+		m.buf = appendChunked(m.buf, a)
 	}
 	m.cmds = append(m.cmds, spans)
 	m.spanBytes += spanSize * int64(cap(spans))

@@ -1,6 +1,9 @@
 package server
 
 import (
+	"errors"
+	"io"
+	"slices"
 	"sync"
 	"time"
 )
@@ -25,7 +28,11 @@ import (
 //     command.slow), a heavy one (more than maxLoopArgs arguments or
 //     maxLoopBytes bytes), EXEC, and one that would wait for a lock:
 //     a key a transaction holds (isolation.go), or a CF or RedisBloom
-//     key's lock held by a save or a dump (session.holdOnLoop);
+//     key's lock held by a save or a dump (session.holdOnLoop). A heavy
+//     command is even read off the loop once its header says it is one
+//     (readOffLoop): the buffers of a 60 MB request, and the slices of a
+//     million arguments, are grown and copied there, not on the loop
+//     (on a loaded VM, first touching 64 MB of memory took 0.8 s);
 //   - an AUTH waits its turn at the password gate (auth.go).
 //
 // Memory a client can make the server hold is bounded three ways:
@@ -85,7 +92,7 @@ type wakeKind uint8
 
 const (
 	wakeLog   wakeKind = iota + 1 // the log acknowledged its replies' changes, or failed
-	wakeBusy                      // its slow command finished
+	wakeBusy                      // its slow command finished (err: errCloseAfterReplies, or the connection failed)
 	wakePause                     // its AUTH's turn at the gate came
 	wakeOpen                      // loop: serve this new connection
 	wakeClose                     // loop: close this connection (Shutdown)
@@ -123,6 +130,9 @@ type connection struct {
 	// dead: close now, without them (the peer left, the log failed).
 	closing, dead bool
 	closed        bool
+	// readOff: the command being read is heavy; the rest of it is read
+	// off the loop (readOffLoop) once the batch ends.
+	readOff bool
 }
 
 // session is what a connection's commands know of it.
@@ -207,6 +217,12 @@ func (c *connection) finish(err error, keep bool) {
 		c.closing = true
 	}
 	c.send()
+	if c.readOff {
+		c.readOff = false
+		if c.block == 0 && !c.closing && !c.dead && c.goroutine == nil {
+			c.readOffLoop()
+		}
+	}
 }
 
 // refuse replies with the protocol error that ends the connection. A
@@ -236,6 +252,13 @@ func (c *connection) woken(kind wakeKind, err error) {
 		}
 	case wakeBusy:
 		c.block &^= blockBusy
+		switch {
+		case err == errCloseAfterReplies:
+			c.closing = true
+		case err != nil:
+			c.dead = true
+			return
+		}
 	case wakePause:
 		c.block &^= blockPause
 	}
@@ -406,9 +429,8 @@ func (c *connection) resize(size int) error {
 	if !c.reserve(int64(size - cap(c.in))) {
 		return errBuffersFull
 	}
-	in := make([]byte, len(c.in), size)
-	copy(in, c.in)
-	c.in = in
+	in := make([]byte, 0, size)
+	c.in = appendChunked(in, c.in)
 	return nil
 }
 
@@ -507,7 +529,10 @@ func (c *connection) run(b []byte, own bool) (used int, keep bool) {
 			return used, false
 		}
 		if n == 0 {
-			return used, true // the rest of the command is still to come
+			// The rest of the command is still to come; if it is a
+			// heavy one, it is read off the loop once this batch ends.
+			c.readOff = c.heavyPending()
+			return used, true
 		}
 		used += n
 		if args == nil {
@@ -583,35 +608,96 @@ func heavy(args [][]byte, size int) bool {
 }
 
 // runOffLoop runs a command on a goroutine of its own; the connection runs
-// nothing more until it is done. The command holds its claim (isolation.go)
-// meanwhile; EXEC takes its own.
+// nothing more until it is done.
 func (c *connection) runOffLoop(cmd command, args [][]byte, owned bool) {
 	if !owned {
 		args, _ = copyArgs(args) // the loop reuses its read buffer meanwhile
 	}
 	c.block |= blockBusy
-	s, sess := c.s, &c.sess
-	sess.holdsShard = false // the goroutine does not hold it
+	c.sess.holdsShard = false // the goroutine does not hold it
 	go func() {
-		if offLoopHook != nil {
-			offLoopHook(cmd.name)
-		}
-		var cl claim
-		if cmd.name != "exec" {
-			s.addClaim(&cl, cmd.name, args)
-			spec := keySpecs[cmd.name]
-			// A creator claims the change mode even for a key it found:
-			// a DEL could remove the key before it runs. (On a loop the
-			// barrier covers that.) KEYS and SCAN take the list mode
-			// for their reads of the index alone.
-			cl.change = cl.change || spec.create
-			cl.list = cl.list && cmd.name != "keys" && cmd.name != "scan"
-		}
-		s.iso.acquire(&cl)
-		s.execCommand(sess, &c.w, args, cmd, true)
-		s.iso.release(&cl)
+		c.runHere(cmd, args)
 		c.wake(wakeBusy, nil)
 	}()
+}
+
+// runHere runs a command off the loop, holding its claim (isolation.go)
+// meanwhile; EXEC takes its own.
+func (c *connection) runHere(cmd command, args [][]byte) {
+	s := c.s
+	if offLoopHook != nil {
+		offLoopHook(cmd.name)
+	}
+	var cl claim
+	if cmd.name != "exec" {
+		s.addClaim(&cl, cmd.name, args)
+		spec := keySpecs[cmd.name]
+		// A creator claims the change mode even for a key it found:
+		// a DEL could remove the key before it runs. (On a loop the
+		// barrier covers that.) KEYS and SCAN take the list mode
+		// for their reads of the index alone.
+		cl.change = cl.change || spec.create
+		cl.list = cl.list && cmd.name != "keys" && cmd.name != "scan"
+	}
+	s.iso.acquire(&cl)
+	s.execCommand(&c.sess, &c.w, args, cmd, true)
+	s.iso.release(&cl)
+}
+
+// heavyPending reports whether the command the parser is in the middle of
+// is too large for a loop to read: more than maxLoopArgs arguments or
+// maxLoopBytes bytes, as its header or its bytes so far say. (Nothing is
+// allocated for what the header claims.)
+func (c *connection) heavyPending() bool {
+	p := &c.p
+	return p.kind == '*' && (len(p.spans)+p.left > maxLoopArgs || p.bulk > maxLoopBytes || p.pos > maxLoopBytes)
+}
+
+// errCloseAfterReplies is a goroutine's word to the loop that the
+// connection must close once its replies are sent.
+var errCloseAfterReplies = errors.New("close after the replies")
+
+// readRestHere takes bytes read off the loop for a heavy command: it
+// buffers them and, once the command is whole, runs it here. It reports
+// whether the goroutine is done, and what the loop must do then (see
+// wakeBusy): the command ran, or the connection must close.
+func (c *connection) readRestHere(data []byte) (bool, error) {
+	err := c.buffer(data)
+	if err == nil {
+		err = c.checkPending()
+	}
+	var args [][]byte
+	n := 0
+	if err == nil {
+		c.p.makeRoom()
+		args, n, err = c.p.next(c.in[c.r:], parseLimits{authed: c.sess.authed, maxRequest: c.s.cfg.MaxRequestBytes})
+	}
+	if err == nil {
+		err = c.account()
+	}
+	if err != nil {
+		c.refuse(err)
+		return true, errCloseAfterReplies
+	}
+	if n == 0 {
+		return false, nil
+	}
+	c.r += n
+	if args != nil {
+		cmd, ok := lookup(args[0])
+		if ok && c.sess.authed && c.sess.multi == nil && cmd.arityOK(len(args)) && cmd.name != "exec" {
+			c.runHere(cmd, args)
+		} else {
+			c.s.execCommand(&c.sess, &c.w, args, cmd, ok) // queued, or an error
+		}
+	}
+	if !c.keep(c.p.memBytes()) {
+		c.p.shrink()
+	}
+	if c.sess.quit {
+		return true, errCloseAfterReplies
+	}
+	return true, nil
 }
 
 // offLoopHook, set by tests, is told the name of each command that
@@ -710,4 +796,67 @@ func (l *logLimiter) log(logger interface {
 		args = append(args, "similar_lines_left_out", dropped)
 	}
 	logger.Warn(msg, args...)
+}
+
+// copyChunk is the most appendChunked copies at once.
+const copyChunk = 1 << 20
+
+// appendChunked is append(dst, src...), copying at most copyChunk bytes at
+// a time. A copy is one call that the Go scheduler cannot stop: a copy of
+// 60 MB into memory the process has not touched yet took 0.75 s on a busy
+// VM, and a garbage collection that began meanwhile held every other
+// goroutine, the event loops included, until it ended.
+func appendChunked(dst, src []byte) []byte {
+	if len(src) <= copyChunk {
+		return append(dst, src...)
+	}
+	dst = slices.Grow(dst, len(src))
+	for len(src) > 0 {
+		n := min(len(src), copyChunk)
+		dst = append(dst, src[:n]...)
+		src = src[n:]
+	}
+	return dst
+}
+
+// chunkedWriter writes to w at most copyChunk bytes at a time (see
+// appendChunked): a filter's WriteTo hands its whole bit array to one
+// Write.
+type chunkedWriter struct{ w io.Writer }
+
+func (c chunkedWriter) Write(b []byte) (int, error) {
+	n := 0
+	for len(b) > 0 {
+		m, err := c.w.Write(b[:min(len(b), copyChunk)])
+		n += m
+		if err != nil {
+			return n, err
+		}
+		b = b[m:]
+	}
+	return n, nil
+}
+
+// makeRoom grows the parser's slices, before a read's worth of a heavy
+// command is parsed, so that append never has to: append copies a slice
+// in one call the scheduler cannot stop (see appendChunked), and the
+// slices of a million arguments are 40 MB. They grow by doubling, as
+// append would, from what was parsed, never from what a header claims:
+// a read of loopReadBytes holds at most loopReadBytes/6 arguments.
+func (p *requestParser) makeRoom() {
+	const perRead = loopReadBytes/6 + 1
+	if p.kind != '*' || cap(p.spans)-len(p.spans) >= perRead {
+		return
+	}
+	size := max(2*cap(p.spans), len(p.spans)+perRead)
+	spans := make([]span, 0, size)
+	for rest := p.spans; len(rest) > 0; {
+		n := min(len(rest), copyChunk/16)
+		spans = append(spans, rest[:n]...)
+		rest = rest[n:]
+	}
+	p.spans = spans
+	if cap(p.args) < size {
+		p.args = make([][]byte, 0, size) // argsOf fills it anew
+	}
 }

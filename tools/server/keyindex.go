@@ -151,22 +151,29 @@ const walkChunk = 1024
 // each (the store's read lock, and whatever else the caller must hold
 // while it reads the index). visit runs without them: it may be slow.
 // It returns the cursor of the next call, as scan does; stop, checked
-// after each chunk, ends the walk early at a cursor that continues it.
+// before each key, ends the walk early, at the first key whose hash
+// differs from the last visited one's, so that the cursor returned goes
+// on exactly there.
 func (s *store) scanChunks(cursor uint64, count int64, lock, unlock func(), visit func(name string), stop func() bool) uint64 {
 	names := make([]string, 0, min(count, walkChunk))
-	for count > 0 {
-		n := min(count, walkChunk)
+	var last uint64
+	for visited := int64(0); visited < count; {
 		names = names[:0]
 		lock()
 		s.mu.RLock()
-		next := s.index.scan(cursor, n, func(name string) { names = append(names, name) })
+		next := s.index.scan(cursor, min(count-visited, walkChunk), func(name string) { names = append(names, name) })
 		s.mu.RUnlock()
 		unlock()
 		for _, name := range names {
+			h := scanHash(name)
+			if visited > 0 && h != last && stop() {
+				return h
+			}
 			visit(name)
+			visited++
+			last = h
 		}
-		count -= int64(len(names))
-		if cursor = next; cursor == 0 || stop() {
+		if cursor = next; cursor == 0 {
 			break
 		}
 	}

@@ -260,7 +260,7 @@ func recordTo(w io.Writer, name string, e *entry) (int64, error) {
 // length: a SCANDUMP's bytes.
 func recordBytes(name string, e *entry) []byte {
 	b := bytes.NewBuffer(make([]byte, 8, 8+recordFixed+len(name)+8+int(min(e.sizeBytes()+4096, 1<<40))))
-	recordTo(b, name, e) // a bytes.Buffer never fails a write
+	recordTo(chunkedWriter{b}, name, e) // a bytes.Buffer never fails a write
 	out := b.Bytes()
 	binary.LittleEndian.PutUint64(out, uint64(len(out)-8))
 	return out
