@@ -840,15 +840,18 @@ func (c chunkedWriter) Write(b []byte) (int, error) {
 // makeRoom grows the parser's slices, before a read's worth of a heavy
 // command is parsed, so that append never has to: append copies a slice
 // in one call the scheduler cannot stop (see appendChunked), and the
-// slices of a million arguments are 40 MB. They grow by doubling, as
-// append would, from what was parsed, never from what a header claims:
-// a read of loopReadBytes holds at most loopReadBytes/6 arguments.
+// slices of a million arguments are 40 MB. They grow by a quarter, as
+// append grows large slices, from what was parsed, and never past the
+// arguments the command has left: a read of loopReadBytes holds at most
+// loopReadBytes/6 of them. (Doubling took the slices of a command of a
+// million arguments past max-request-bytes.)
 func (p *requestParser) makeRoom() {
 	const perRead = loopReadBytes/6 + 1
-	if p.kind != '*' || cap(p.spans)-len(p.spans) >= perRead {
+	need := min(perRead, p.left)
+	if p.kind != '*' || cap(p.spans)-len(p.spans) >= need {
 		return
 	}
-	size := max(2*cap(p.spans), len(p.spans)+perRead)
+	size := min(max(cap(p.spans)+cap(p.spans)/4, len(p.spans)+perRead), len(p.spans)+p.left)
 	spans := make([]span, 0, size)
 	for rest := p.spans; len(rest) > 0; {
 		n := min(len(rest), copyChunk/16)

@@ -370,3 +370,25 @@ func TestKeysPatternsCannotExplode(t *testing.T) {
 		t.Fatalf("a CONFIG GET pattern over the bound: %q", r)
 	}
 }
+
+// The matcher's worst inputs over a key of the longest name: a 1 KiB class
+// after a star (the old matcher's quadratic case), and 1,022 literals
+// after a star over a name of that letter (every state live at every
+// byte: the most work per byte there is).
+func BenchmarkGlob(b *testing.B) {
+	long := strings.Repeat("a", maxKeyBytes)
+	for _, c := range []struct{ name, pattern, key string }{
+		{"class1020", "*[" + strings.Repeat("z", maxPatternBytes-4) + "]q", long},
+		{"literals1022", "*" + strings.Repeat("a", maxPatternBytes-2) + "b", long},
+		{"prefix", "bf:*", "bf:" + long},
+		{"short", "user:*:x", "user:12345:y"},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			g := compileGlob(c.pattern, false)
+			b.SetBytes(int64(len(c.key)))
+			for b.Loop() {
+				g.match(c.key)
+			}
+		})
+	}
+}
