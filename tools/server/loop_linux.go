@@ -5,6 +5,7 @@ package server
 import (
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"runtime"
 	"runtime/debug"
@@ -344,13 +345,15 @@ func (l *eventLoop) open(c *connection) {
 }
 
 // close closes a connection, unless a slow command of it still runs: then
-// when it ends.
+// when it ends. A goroutine reading a heavy command (readOffLoop) is
+// woken by the shutdown of the socket's reading side, and ends.
 func (l *eventLoop) close(c *connection) {
 	if c.closed {
 		return
 	}
 	c.dead = true
 	if c.block&blockBusy != 0 {
+		unix.Shutdown(c.fd, unix.SHUT_RD)
 		return
 	}
 	c.closed = true
@@ -494,4 +497,40 @@ func rawWrite(fd int, b []byte) (int, error) {
 		return -1, e
 	}
 	return int(n), nil
+}
+
+// readOffLoop reads the rest of a heavy command on a goroutine of its own,
+// and runs it there (connection.readRestHere); the loop serves the other
+// clients meanwhile and leaves the socket to the goroutine. The goroutine
+// waits for bytes in poll(2); Shutdown wakes it by shutting the socket's
+// reading side (eventLoop.close).
+func (c *connection) readOffLoop() {
+	c.block |= blockBusy
+	c.sess.holdsShard = false
+	go func() {
+		c.wake(wakeBusy, c.readRest())
+	}()
+}
+
+func (c *connection) readRest() error {
+	buf := make([]byte, loopReadBytes)
+	for {
+		n, err := rawRead(c.fd, buf)
+		switch {
+		case n > 0:
+			if done, err := c.readRestHere(buf[:n]); done {
+				return err
+			}
+		case n == 0 && err == nil:
+			return io.EOF // the peer closed
+		case err == unix.EAGAIN:
+			fds := []unix.PollFd{{Fd: int32(c.fd), Events: unix.POLLIN | unix.POLLRDHUP}}
+			if _, err := unix.Poll(fds, -1); err != nil && err != unix.EINTR {
+				return err
+			}
+		case err == unix.EINTR:
+		default:
+			return err
+		}
+	}
 }
