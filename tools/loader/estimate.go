@@ -13,8 +13,10 @@ import (
 // Estimate is how many rows a query returns, as EstimateRows found out.
 type Estimate struct {
 	Rows  uint64
-	Exact bool   // counted with count(*), not estimated
-	How   string // how it was found, for a person: "counted", "PostgreSQL's estimate for table public.users"
+	Exact bool // counted with count(*), not estimated
+	// Table is the table, with its schema, whose pg_class.reltuples gave
+	// the estimate; "" when the rows were counted.
+	Table string
 }
 
 // exactBelow is the estimate under which EstimateRows counts anyway:
@@ -60,7 +62,7 @@ func (l *Loader) EstimateRows(ctx context.Context) (Estimate, error) {
 	if err != nil {
 		return Estimate{}, fmt.Errorf("loader: counting the rows: %w", err)
 	}
-	return Estimate{Rows: n, Exact: true, How: "counted"}, nil
+	return Estimate{Rows: n, Exact: true}, nil
 }
 
 // trimQuery drops the white space and semicolons a query may end with,
@@ -108,5 +110,5 @@ func planEstimate(ctx context.Context, q Querier, query string) (Estimate, bool,
 	if err != nil || tuples < 0 {
 		return Estimate{}, false, err
 	}
-	return Estimate{Rows: uint64(p.Rows), How: fmt.Sprintf("PostgreSQL's estimate for table %s.%s (pg_class.reltuples)", p.Schema, p.Relation)}, true, nil
+	return Estimate{Rows: uint64(p.Rows), Table: p.Schema + "." + p.Relation}, true, nil
 }
