@@ -13,7 +13,9 @@
 // (Loader.PG) or from a database/sql DB whose driver is pgx's: each key is
 // hashed where the connection's read buffer holds it, with nothing
 // allocated or copied per row. Other databases (SQLite, say) are read
-// through database/sql. docs/operations.md has the measurements.
+// through database/sql. Keys are added on the goroutine that reads them:
+// the database sets the pace, and a core the load does not take is one
+// the database can use. docs/operations.md has the measurements.
 package loader
 
 import (
@@ -77,10 +79,12 @@ type Loader struct {
 	// during the load, from another goroutine.
 	OnProgress    func(Progress)
 	ProgressEvery time.Duration
-	// LoadConfig bounds the memory of the bulk add (see
-	// ohbloom.AtomicFilter.AddSeqWith): by default it builds in one
-	// private copy of the filter per core, up to four.
-	LoadConfig ohbloom.LoadConfig
+	// MaxMemory bounds what a load allocates beside the filter, in bytes.
+	// A load of at least as many rows as the filter has blocks builds in
+	// one private copy of the filter, ORed into it at the end (adder.go);
+	// a MaxMemory below the filter's size (not 0, which means no bound)
+	// makes it add to the filter itself, with atomic adds, slower.
+	MaxMemory uint64
 
 	streamed atomic.Uint64
 	mu       sync.Mutex
@@ -157,9 +161,12 @@ func (l *Loader) Ready() <-chan struct{} {
 // ErrNoKeyColumn is returned when Query returns no column.
 var ErrNoKeyColumn = errors.New("loader: the query returns no column")
 
-// Run loads every row of Query into the filter (on all cores, with
-// AtomicFilter.AddSeqWith and LoadConfig), waits for the streams registered
-// with Apply to drain, closes Ready and returns. A row whose key is NULL is
+// Run loads every row of Query into the filter, waits for the streams
+// registered with Apply to drain, closes Ready and returns. The rows'
+// keys are added as they are read, on the reading goroutine, in a private
+// copy of the filter that is ORed into it at the end (see adder.go and
+// MaxMemory): Test may not find them before Run returns, while the
+// stream's keys are in the filter as soon as Add returns. A row whose key is NULL is
 // no key: it is skipped and counted in Stats.Nulls. On error the filter
 // keeps what was loaded, and Ready stays open.
 func (l *Loader) Run(ctx context.Context) (Stats, error) {
@@ -229,9 +236,8 @@ func (l *Loader) load(ctx context.Context, loaded *atomic.Uint64) (Stats, error)
 }
 
 // loadPG reads the rows with pgx: RawValues hands over each key where the
-// connection's read buffer holds it, valid until the next row, which is
-// as long as AddSeq needs it (it hashes a key before it asks for the
-// next). Nothing is allocated or copied per row.
+// connection's read buffer holds it, valid until the next row, and it is
+// hashed there (adder.go). Nothing is allocated or copied per row.
 func (l *Loader) loadPG(ctx context.Context, q Querier, loaded *atomic.Uint64) (Stats, error) {
 	rows, err := q.Query(ctx, l.Query, keyFormats)
 	if err != nil {
@@ -242,25 +248,20 @@ func (l *Loader) loadPG(ctx context.Context, q Querier, loaded *atomic.Uint64) (
 		return Stats{}, ErrNoKeyColumn
 	}
 	var st Stats
-	l.Filter.AddSeqWith(func(yield func([]byte) bool) {
-		n := uint64(0)
-		defer func() { st.Rows += n; loaded.Store(st.Rows) }()
-		for rows.Next() {
-			key := rows.RawValues()[0]
-			if key == nil {
-				st.Nulls++
-				continue
-			}
-			if !yield(key) {
-				return
-			}
-			if n++; n == progressEvery {
-				st.Rows += n
-				n = 0
-				loaded.Store(st.Rows)
-			}
+	a := newKeyAdder(l.Filter, l.MaxMemory)
+	for rows.Next() {
+		key := rows.RawValues()[0]
+		if key == nil {
+			st.Nulls++
+			continue
 		}
-	}, l.LoadConfig)
+		a.add(key)
+		if st.Rows++; st.Rows%progressEvery == 0 {
+			loaded.Store(st.Rows)
+		}
+	}
+	a.finish()
+	loaded.Store(st.Rows)
 	if err := rows.Err(); err != nil {
 		return st, fmt.Errorf("loader: rows: %w", err)
 	}
@@ -298,29 +299,22 @@ func (l *Loader) loadSQL(ctx context.Context, loaded *atomic.Uint64) (Stats, err
 	}
 	var st Stats
 	var scanErr error
-	l.Filter.AddSeqWith(func(yield func([]byte) bool) {
-		n := uint64(0)
-		defer func() { st.Rows += n; loaded.Store(st.Rows) }()
-		for rows.Next() {
-			if scanErr = rows.Scan(dest...); scanErr != nil {
-				return
-			}
-			if key == nil {
-				st.Nulls++
-				continue
-			}
-			// RawBytes is reused by the next Scan; AddSeq hashes the key
-			// before it asks for the next one.
-			if !yield(key) {
-				return
-			}
-			if n++; n == progressEvery {
-				st.Rows += n
-				n = 0
-				loaded.Store(st.Rows)
-			}
+	a := newKeyAdder(l.Filter, l.MaxMemory)
+	for rows.Next() {
+		if scanErr = rows.Scan(dest...); scanErr != nil {
+			break
 		}
-	}, l.LoadConfig)
+		if key == nil {
+			st.Nulls++
+			continue
+		}
+		a.add(key) // RawBytes is reused by the next Scan; add is done with it
+		if st.Rows++; st.Rows%progressEvery == 0 {
+			loaded.Store(st.Rows)
+		}
+	}
+	a.finish()
+	loaded.Store(st.Rows)
 	if scanErr != nil {
 		return st, fmt.Errorf("loader: scan: %w", scanErr)
 	}
