@@ -7,9 +7,10 @@ import (
 // A load adds its keys on the goroutine that reads them, with no hand-over
 // to another: the database, not the filter, sets a load's pace, and on a
 // machine whose cores the database's own process shares, a worker that
-// waits for keys takes the core it would have used. AddSeq's workers did
-// that, and spent twice the CPU of one goroutine doing it all
-// (docs/operations.md has the measurements).
+// waits for keys takes the core it would have used. AddSeq's workers do
+// that (they spin before they sleep): they spent more CPU than one
+// goroutine doing it all, and more memory, one copy of the filter per
+// core (docs/operations.md has the measurements).
 //
 // The keys go in as AddSeq's do: the first ones, until there are as many as
 // the filter has blocks, straight into the filter with atomic adds (a load
