@@ -25,8 +25,9 @@ import (
 // that moment; like RedisBloom's, a dump taken over several calls while
 // the filter changes is no snapshot.
 //
-// The zero AtomicCuckooFilter is not usable: make one with NewAtomicCuckoo,
-// NewAtomicCuckooFromHeader or NewAtomicCuckooFromFilter.
+// The zero AtomicCuckooFilter is not usable until UnmarshalRDB fills it;
+// otherwise make one with NewAtomicCuckoo, NewAtomicCuckooFromHeader or
+// NewAtomicCuckooFromFilter.
 type AtomicCuckooFilter struct {
 	sh cfShared
 	mu sync.Mutex

@@ -46,14 +46,20 @@ type cfGoldenRun struct {
 	DumpPayload []byte            `json:"dump_payload"`
 }
 
-func loadCFGolden(t testing.TB) []*cfGolden {
-	t.Helper()
-	var paths []string
+// cfGoldenPaths returns the files of the first of cfGoldenDirs that has
+// any.
+func cfGoldenPaths() []string {
 	for _, dir := range cfGoldenDirs {
-		if paths, _ = filepath.Glob(filepath.Join(dir, "*.json")); len(paths) > 0 {
-			break
+		if paths, _ := filepath.Glob(filepath.Join(dir, "*.json")); len(paths) > 0 {
+			return paths
 		}
 	}
+	return nil
+}
+
+func loadCFGolden(t testing.TB) []*cfGolden {
+	t.Helper()
+	paths := cfGoldenPaths()
 	if len(paths) == 0 {
 		t.Fatalf("no RedisBloom cuckoo filter files in %q", cfGoldenDirs)
 	}
