@@ -355,6 +355,18 @@ func cfFirst(words []uint64, pos, n uint64, v uint8) (uint64, bool) {
 	return 0, false
 }
 
+// cfFirstInWord is cfFirst for a bucket of 1, 2, 4 or 8 slots, which
+// lies within one word.
+func cfFirstInWord(words []uint64, pos, n uint64, v uint8) (uint64, bool) {
+	w := words[pos>>3] >> (pos & 7 * 8)
+	m := cfEqualBytes(w, uint64(v)*cfOnes) & (cfOnes << 7 >> (64 - n*8))
+	return pos + uint64(bits.TrailingZeros64(m)>>3), m != 0
+}
+
+// cfWordBuckets reports whether a bucket size keeps every bucket within
+// one word.
+func cfWordBuckets(bs uint64) bool { return bs <= 8 && bs&(bs-1) == 0 }
+
 // cfCount returns how many of the n bytes from pos equal v (bucketCount).
 func cfCount(words []uint64, pos, n uint64, v uint8) uint64 {
 	pat, end := uint64(v)*cfOnes, pos+n
@@ -464,6 +476,12 @@ func (t *cfTable) count(h1 uint64) uint64 {
 // findAvailable returns the first empty slot of h1's bucket, else of h2's
 // (Filter_FindAvailable).
 func (t *cfTable) findAvailable(s *cfSub, h1, h2 uint64) (uint64, bool) {
+	if bs := t.bucketSize; cfWordBuckets(bs) {
+		if p, ok := cfFirstInWord(s.words, cfLoc(h1, s.mask, bs), bs, 0); ok {
+			return p, true
+		}
+		return cfFirstInWord(s.words, cfLoc(h2, s.mask, bs), bs, 0)
+	}
 	if p, ok := cfFirst(s.words, cfLoc(h1, s.mask, t.bucketSize), t.bucketSize, 0); ok {
 		return p, true
 	}
