@@ -164,9 +164,17 @@ type cfSub struct {
 func newCFSub(numBuckets, bucketSize uint64, allocate bool) cfSub {
 	s := cfSub{numBuckets: numBuckets, mask: numBuckets - 1}
 	if allocate {
-		s.words = make([]uint64, cfWords(numBuckets*bucketSize))
+		s.words = cfMakeWords(numBuckets * bucketSize)
 	}
 	return s
+}
+
+// cfMakeWords allocates the words of a sub-filter of n bytes, on huge
+// pages when large.
+func cfMakeWords(n uint64) []uint64 {
+	w := make([]uint64, cfWords(n))
+	cfAdviseHugePages(w)
+	return w
 }
 
 // cfWords is the number of words that hold n bytes.
@@ -307,7 +315,7 @@ func (t *cfTable) materialize() {
 	}
 	for i := range t.subs {
 		if t.subs[i].words == nil {
-			t.subs[i].words = make([]uint64, cfWords(t.subs[i].numBuckets*t.bucketSize))
+			t.subs[i].words = cfMakeWords(t.subs[i].numBuckets * t.bucketSize)
 		}
 	}
 	t.lazy = false

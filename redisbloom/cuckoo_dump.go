@@ -187,7 +187,7 @@ func (t *cfTable) loadChunk(iter int64, data []byte) error {
 		return fmt.Errorf("%w: %d bytes at iterator %d do not fit the sub-filter", ErrCuckooBadChunk, n, iter)
 	}
 	if s.words == nil {
-		s.words = make([]uint64, cfWords(s.numBuckets*t.bucketSize))
+		s.words = cfMakeWords(s.numBuckets * t.bucketSize)
 		t.lazy = false
 		for i := range t.subs {
 			t.lazy = t.lazy || t.subs[i].words == nil

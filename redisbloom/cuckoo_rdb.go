@@ -271,7 +271,7 @@ func (r *rdbReader) bucketBytes(want uint64) ([]uint64, error) {
 	default:
 		return nil, r.errorf("unknown string encoding %d", v)
 	}
-	words := make([]uint64, cfWords(want))
+	words := cfMakeWords(want)
 	cfStoreBytes(words, 0, b, false)
 	return words, nil
 }
