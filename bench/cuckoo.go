@@ -22,16 +22,18 @@ type CuckooPeer struct {
 }
 
 // CuckooPeers are the configurations compared. "rb-n" is ours as
-// CF.RESERVE n makes it, RedisBloom's own memory for n items, which grows
-// to 2 sub-filters at 10^6 and 3 at 10^8; "rb-2n" is CF.RESERVE 2n, one
-// sub-filter of the next power of two of bytes, and the peers' "-2n"
-// (one-byte fingerprints) and "panmari-n" (two-byte) configurations have
-// exactly its memory: 2 MiB at 10^6, 256 MiB at 10^8. The peers' "-n"
+// CF.RESERVE n makes it, with RedisBloom's defaults: RedisBloom's own
+// memory for n items (bucket size 2 fills its first sub-filter only to
+// 30-75% before kick-outs fail, so it grows to 2 sub-filters at 10^6 and 3
+// at 10^8). "rb-2n-b4" is CF.RESERVE 2n BUCKETSIZE 4, one sub-filter. The
+// peers' "-2n" (one-byte fingerprints) and "panmari-n" (two-byte)
+// configurations take that sub-filter's memory, which is rb-n's at 10^6
+// (2 MiB) and two thirds of it at 10^8 (256 MiB); their "-n"
 // configurations are their own sizing for n items.
 var CuckooPeers = []CuckooPeer{
-	{"rb-n", func(n uint64) CuckooFilter { return newRB(n, false) }},
-	{"rb-2n", func(n uint64) CuckooFilter { return newRB(2*n, false) }},
-	{"rb-2n-atomic", func(n uint64) CuckooFilter { return newRB(2*n, true) }},
+	{"rb-n", func(n uint64) CuckooFilter { return newRB(n, 2, false) }},
+	{"rb-n-atomic", func(n uint64) CuckooFilter { return newRB(n, 2, true) }},
+	{"rb-2n-b4", func(n uint64) CuckooFilter { return newRB(2*n, 4, false) }},
 	{"seiflotfy-2n", func(n uint64) CuckooFilter { return newSeiflotfy(2 * n) }},
 	{"panmari-n", func(n uint64) CuckooFilter { return panmariCuckoo{panmari.NewFilter(uint(n))} }},
 	{"linvon-2n", func(n uint64) CuckooFilter {
@@ -43,8 +45,9 @@ var CuckooPeers = []CuckooPeer{
 	}},
 }
 
-func newRB(capacity uint64, atomic bool) CuckooFilter {
+func newRB(capacity uint64, bucketSize uint16, atomic bool) CuckooFilter {
 	c := redisbloom.DefaultCuckooConfig(capacity)
+	c.BucketSize = bucketSize
 	if atomic {
 		f, err := redisbloom.NewAtomicCuckoo(c)
 		if err != nil {

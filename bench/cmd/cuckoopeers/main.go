@@ -10,7 +10,7 @@
 // Test is timed on present and on absent keys in -rounds rounds, each
 // round timing every library on a batch of -batch keys in an order that
 // rotates each round. A table cell is the median over the rounds, and a
-// ratio is the median of the per-round ratios to rb-2n, so that a burst
+// ratio is the median of the per-round ratios to rb-n, so that a burst
 // of noise on the shared machine slows one round of every library rather
 // than all rounds of one. The false positive rate is over 2^20 absent
 // keys; "refused" counts adds that failed.
@@ -69,7 +69,7 @@ func run(n int, peers []bench.CuckooPeer, fills, rounds, batch int) {
 	absent := bench.NewKeys(1<<20, 2)
 	filters := make([]bench.CuckooFilter, len(peers))
 	res := make([]result, len(peers))
-	base := slices.IndexFunc(peers, func(p bench.CuckooPeer) bool { return p.Name == "rb-2n" })
+	base := slices.IndexFunc(peers, func(p bench.CuckooPeer) bool { return p.Name == "rb-n" })
 	for r := range fills {
 		for j := range peers {
 			i := (j + r) % len(peers)
@@ -123,7 +123,7 @@ func run(n int, peers []bench.CuckooPeer, fills, rounds, batch int) {
 		ratios(res, base, func(r *result) []float64 { return r.hit }, func(r *result) *[]float64 { return &r.hitRatio })
 		ratios(res, base, func(r *result) []float64 { return r.miss }, func(r *result) *[]float64 { return &r.missRatio })
 	}
-	fmt.Printf("n = %d (%d fills, %d rounds of %d lookups; ratios to rb-2n, medians of per-round ratios; sink %d)\n\n", n, fills, rounds, batch, sink%2)
+	fmt.Printf("n = %d (%d fills, %d rounds of %d lookups; ratios to rb-n, medians of per-round ratios; sink %d)\n\n", n, fills, rounds, batch, sink%2)
 	fmt.Println("| configuration | bits/item | FPR | refused | ns/add | × | Test present ns | × | Test absent ns | × |")
 	fmt.Println("|---|---|---|---|---|---|---|---|---|---|")
 	for i, p := range peers {
