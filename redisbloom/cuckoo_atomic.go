@@ -206,10 +206,10 @@ func (f *AtomicCuckooFilter) UnmarshalRDB(data []byte, encver int, maxBytes uint
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	t.shared = &f.sh
-	f.t.beginMove()
+	f.sh.seq.Add(1)
 	f.t = t
 	f.t.publish()
-	f.t.endMove()
+	f.sh.seq.Add(1)
 	return n, nil
 }
 

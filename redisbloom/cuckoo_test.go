@@ -806,3 +806,20 @@ func TestAtomicCuckooKickOutsNeverHide(t *testing.T) {
 		t.Errorf("%d of %d tests missed a stored item", m, reads.Load())
 	}
 }
+
+// TestAtomicCuckooUnmarshalRDB: a zero AtomicCuckooFilter filled by
+// UnmarshalRDB tests without the lock, its sequence counter even.
+func TestAtomicCuckooUnmarshalRDB(t *testing.T) {
+	p, _ := NewCuckoo(DefaultCuckooConfig(64))
+	p.Add([]byte("x"))
+	var a AtomicCuckooFilter
+	if _, err := a.UnmarshalRDB(p.MarshalRDB(), CuckooRDBEncVer, 0); err != nil {
+		t.Fatal(err)
+	}
+	if !a.Test([]byte("x")) || a.sh.seq.Load()%2 != 0 {
+		t.Errorf("test %v, sequence %d", a.Test([]byte("x")), a.sh.seq.Load())
+	}
+	if _, err := a.UnmarshalRDB(p.MarshalRDB(), CuckooRDBEncVer, 0); err != nil || a.sh.seq.Load()%2 != 0 {
+		t.Errorf("again: %v, sequence %d", err, a.sh.seq.Load())
+	}
+}
