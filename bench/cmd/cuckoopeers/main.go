@@ -4,9 +4,10 @@
 //
 //	flock /tmp/ohbloom-bench.lock go run ./bench/cmd/cuckoopeers -n 1e6,1e8
 //
-// Every configuration is filled with the same n random 32-byte keys
-// (-fills times, the order of the libraries rotating each time; ns/add is
-// the median over the fills of the whole fill's time per key), then its
+// Every configuration is filled with the same n random 32-byte keys,
+// -fills times, all at once a chunk of 2^16 keys at a time, each
+// configuration in turn (ns/add is the median over the fills of the fill's
+// time per key, its allocation included), then its
 // Test is timed on present and on absent keys in -rounds rounds, each
 // round timing every library on a batch of -batch keys in an order that
 // rotates each round. A table cell is the median over the rounds, and a
@@ -70,22 +71,37 @@ func run(n int, peers []bench.CuckooPeer, fills, rounds, batch int) {
 	filters := make([]bench.CuckooFilter, len(peers))
 	res := make([]result, len(peers))
 	base := slices.IndexFunc(peers, func(p bench.CuckooPeer) bool { return p.Name == "rb-n" })
+	const chunk = 1 << 16
 	for r := range fills {
-		for j := range peers {
-			i := (j + r) % len(peers)
+		for i := range filters {
 			filters[i] = nil
-			runtime.GC()
+		}
+		runtime.GC()
+		elapsed := make([]time.Duration, len(peers))
+		for i, p := range peers {
 			start := time.Now()
-			f := peers[i].New(uint64(n))
-			refused := 0
-			for k := range n {
-				if !f.Add(present.At(k)) {
-					refused++
+			filters[i] = p.New(uint64(n))
+			elapsed[i] += time.Since(start)
+			res[i].refused = 0
+		}
+		// The fills go a chunk of keys at a time, every configuration in
+		// turn, so that the machine's noise spreads over all of them.
+		for c := 0; c*chunk < n; c++ {
+			from, to := c*chunk, min(n, (c+1)*chunk)
+			for j := range peers {
+				i := (j + c + r) % len(peers)
+				f := filters[i]
+				start := time.Now()
+				for k := from; k < to; k++ {
+					if !f.Add(present.At(k)) {
+						res[i].refused++
+					}
 				}
+				elapsed[i] += time.Since(start)
 			}
-			res[i].add = append(res[i].add, float64(time.Since(start).Nanoseconds())/float64(n))
-			res[i].refused = refused
-			filters[i] = f
+		}
+		for i := range res {
+			res[i].add = append(res[i].add, float64(elapsed[i].Nanoseconds())/float64(n))
 		}
 		ratios(res, base, func(r *result) []float64 { return r.add }, func(r *result) *[]float64 { return &r.addRatio })
 	}
