@@ -6,6 +6,8 @@ import (
 	"math/bits"
 	"slices"
 	"sync/atomic"
+
+	"github.com/ohbloom/ohbloom/internal/sysmem"
 )
 
 // RedisBloom's limits and defaults for cuckoo filters (cuckoo.h, rebloom.c).
@@ -245,7 +247,7 @@ func newCFTable(c CuckooConfig) (cfTable, error) {
 
 func cfMaxBytes(n uint64) uint64 {
 	if n == 0 {
-		return cuckooPhysicalMemory()
+		return sysmem.RAMPlusSwap()
 	}
 	return n
 }

@@ -1,9 +1,6 @@
 package redisbloom
 
-import (
-	"syscall"
-	"unsafe"
-)
+import "syscall"
 
 // cfHugePageMin is the size from which a sub-filter asks for transparent
 // huge pages: a lookup lands on a random page, and past a few MiB of 4 KiB
@@ -13,14 +10,13 @@ const cfHugePageMin = 4 << 20
 
 // cfAdviseHugePages asks Linux to back a fresh sub-filter with transparent
 // huge pages (where THP is "madvise", the default of many distributions).
-// It is advice only: errors are ignored. unsafe here only turns the words
-// into the bytes madvise takes.
+// It is advice only: errors are ignored.
 func cfAdviseHugePages(words []uint64) {
 	if len(words)*8 < cfHugePageMin {
 		return
 	}
-	mem := unsafe.Slice((*byte)(unsafe.Pointer(&words[0])), len(words)*8)
+	mem := wordBytes(words)
 	// madvise wants a page-aligned start: skip to the first page boundary.
-	skip := (4096 - int(uintptr(unsafe.Pointer(&mem[0]))%4096)) % 4096
+	skip := (4096 - int(addressOf(mem)%4096)) % 4096
 	syscall.Madvise(mem[skip:], 14) // MADV_HUGEPAGE, not among package syscall's constants
 }
