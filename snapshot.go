@@ -60,13 +60,13 @@ func SaveFile(path string, src io.WriterTo) (err error) {
 		if errors.As(err, &pe) {
 			err = pe.Err
 		}
-		return fmt.Errorf("ohbloom: save %s: %w", path, err)
+		return &fileError{"save", path, err}
 	}
 	defer func() {
 		if err != nil {
 			tmp.Close()
 			os.Remove(tmp.Name())
-			err = fmt.Errorf("ohbloom: save %s: %w", path, err)
+			err = &fileError{"save", path, err}
 		}
 	}()
 	w := bufio.NewWriterSize(tmp, 1<<20)
@@ -114,10 +114,10 @@ func Load(path string) (*Filter, error) {
 	var f Filter
 	n, err := f.ReadFrom(bufio.NewReaderSize(file, 1<<20))
 	if err != nil {
-		return nil, fmt.Errorf("ohbloom: load %s: %w", path, err)
+		return nil, &fileError{"load", path, err}
 	}
 	if st, err := file.Stat(); err == nil && st.Size() != n {
-		return nil, fmt.Errorf("ohbloom: load %s: %w: %d bytes after the filter", path, ErrCorrupt, st.Size()-n)
+		return nil, &fileError{"load", path, fmt.Errorf("%w: %d bytes after the filter", ErrCorrupt, st.Size()-n)}
 	}
 	return &f, nil
 }
@@ -187,29 +187,29 @@ func open(path string, verify bool) (*Snapshot, error) {
 	var hdr [headerSize]byte
 	n, err := io.ReadFull(file, hdr[:])
 	if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) && !errors.Is(err, io.EOF) {
-		return nil, fmt.Errorf("ohbloom: open %s: %w", path, err)
+		return nil, &fileError{"open", path, err}
 	}
 	h, err := decodeHeader(hdr[:n])
 	if err == nil {
 		err = h.wantKind(kindBlocked)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("ohbloom: open %s: %w", path, err)
+		return nil, &fileError{"open", path, err}
 	}
 	st, err := file.Stat()
 	if err != nil {
-		return nil, fmt.Errorf("ohbloom: open %s: %w", path, err)
+		return nil, &fileError{"open", path, err}
 	}
 	if want := encodedSize(h.nblocks); uint64(st.Size()) != want {
 		kind := ErrCorrupt
 		if uint64(st.Size()) < want {
 			kind = ErrTruncated
 		}
-		return nil, fmt.Errorf("ohbloom: open %s: %w: %d bytes, the header announces %d", path, kind, st.Size(), want)
+		return nil, &fileError{"open", path, fmt.Errorf("%w: %d bytes, the header announces %d", kind, st.Size(), want)}
 	}
 	s := &Snapshot{core: h.core(), path: path}
 	if s.mapping, s.blocks, err = mapBlocks(file, h.nblocks); err != nil {
-		return nil, fmt.Errorf("ohbloom: open %s: %w", path, err)
+		return nil, &fileError{"open", path, err}
 	}
 	if s.blocks == nil {
 		// No mapping here: read the file the ordinary way, which checks
@@ -247,7 +247,7 @@ func (s *Snapshot) Verify() error {
 		return err
 	}
 	if sum != rec {
-		return fmt.Errorf("ohbloom: %s: %w: data hashes to %#x, recorded %#x", s.path, ErrChecksum, sum, rec)
+		return &fileError{"", s.path, fmt.Errorf("%w: data hashes to %#x, recorded %#x", ErrChecksum, sum, rec)}
 	}
 	return nil
 }
@@ -274,7 +274,7 @@ func (s *Snapshot) recoverFault(err *error) {
 		return
 	}
 	if f, ok := r.(interface{ Addr() uintptr }); ok && s.maps(f.Addr()) {
-		*err = fmt.Errorf("ohbloom: %s: %w: the file shrank under its mapping (truncated or copied over in place; replace a snapshot by rename)", s.path, ErrTruncated)
+		*err = &fileError{"", s.path, fmt.Errorf("%w: the file shrank under its mapping (truncated or copied over in place; replace a snapshot by rename)", ErrTruncated)}
 		return
 	}
 	panic(r)
