@@ -262,10 +262,10 @@ type ScalableFilter struct {
 // NewScalable returns a ScalableFilter that starts with room for initial
 // keys, grows by DefaultGrowth and keeps its false positive rate at or below
 // p. It panics on invalid parameters, as New does.
-func NewScalable(initial uint64, p float64) *ScalableFilter {
-	s, err := NewScalableWithConfig(Config{Capacity: initial, FPR: p})
+func NewScalable[P Rate](initial uint64, p P) *ScalableFilter {
+	s, err := NewScalableWithConfig(Config{Capacity: initial, FPR: float64(p)})
 	if err != nil {
-		panic(err)
+		panic(constructorPanic("NewScalable", initial, float64(p), err))
 	}
 	return s
 }
@@ -300,17 +300,20 @@ func (s *ScalableFilter) AddString(key string) { s.AddHash(s.stages[0].HashStrin
 // AddHash adds the key whose Hash is h.
 func (s *ScalableFilter) AddHash(h uint64) { s.insert(h, true) }
 
-// TestAndAdd reports whether key may already be in the filter, and adds it
-// if not, as Add does.
-func (s *ScalableFilter) TestAndAdd(key []byte) bool { return s.TestAndAddHash(s.stages[0].Hash(key)) }
+// TestOrAdd reports whether key may already be in the filter, and adds it
+// only if not, as Add does: bits-and-blooms' TestOrAdd. A scalable filter
+// has no TestAndAdd (bits-and-blooms' "add whatever the test says"): a key
+// it holds would take a place in the newest stage again, and the filter
+// would grow for keys it already has.
+func (s *ScalableFilter) TestOrAdd(key []byte) bool { return s.TestOrAddHash(s.stages[0].Hash(key)) }
 
-// TestAndAddString is TestAndAdd for a string key.
-func (s *ScalableFilter) TestAndAddString(key string) bool {
-	return s.TestAndAddHash(s.stages[0].HashString(key))
+// TestOrAddString is TestOrAdd for a string key.
+func (s *ScalableFilter) TestOrAddString(key string) bool {
+	return s.TestOrAddHash(s.stages[0].HashString(key))
 }
 
-// TestAndAddHash is TestAndAdd for the key whose Hash is h.
-func (s *ScalableFilter) TestAndAddHash(h uint64) bool {
+// TestOrAddHash is TestOrAdd for the key whose Hash is h.
+func (s *ScalableFilter) TestOrAddHash(h uint64) bool {
 	added, _ := s.insert(h, true)
 	return !added
 }
@@ -490,10 +493,10 @@ type atomicStage struct {
 }
 
 // NewAtomicScalable is NewScalable for an AtomicScalableFilter.
-func NewAtomicScalable(initial uint64, p float64) *AtomicScalableFilter {
-	s, err := NewAtomicScalableWithConfig(Config{Capacity: initial, FPR: p})
+func NewAtomicScalable[P Rate](initial uint64, p P) *AtomicScalableFilter {
+	s, err := NewAtomicScalableWithConfig(Config{Capacity: initial, FPR: float64(p)})
 	if err != nil {
-		panic(err)
+		panic(constructorPanic("NewAtomicScalable", initial, float64(p), err))
 	}
 	return s
 }
@@ -528,20 +531,20 @@ func (s *AtomicScalableFilter) first() *AtomicFilter { return (*s.stages.Load())
 // AddHash adds the key whose Hash is h.
 func (s *AtomicScalableFilter) AddHash(h uint64) { s.insert(h, true) }
 
-// TestAndAdd reports whether key may already be in the filter, and adds it
-// if not. When goroutines add the same new key at once, at least one of them
-// reports it as new, as AtomicFilter.TestAndAdd does.
-func (s *AtomicScalableFilter) TestAndAdd(key []byte) bool {
-	return s.TestAndAddHash(s.first().Hash(key))
+// TestOrAdd is ScalableFilter.TestOrAdd. When goroutines add the same new
+// key at once, at least one of them reports it as new, as
+// AtomicFilter.TestOrAdd does.
+func (s *AtomicScalableFilter) TestOrAdd(key []byte) bool {
+	return s.TestOrAddHash(s.first().Hash(key))
 }
 
-// TestAndAddString is TestAndAdd for a string key.
-func (s *AtomicScalableFilter) TestAndAddString(key string) bool {
-	return s.TestAndAddHash(s.first().HashString(key))
+// TestOrAddString is TestOrAdd for a string key.
+func (s *AtomicScalableFilter) TestOrAddString(key string) bool {
+	return s.TestOrAddHash(s.first().HashString(key))
 }
 
-// TestAndAddHash is TestAndAdd for the key whose Hash is h.
-func (s *AtomicScalableFilter) TestAndAddHash(h uint64) bool {
+// TestOrAddHash is TestOrAdd for the key whose Hash is h.
+func (s *AtomicScalableFilter) TestOrAddHash(h uint64) bool {
 	added, _ := s.insert(h, true)
 	return !added
 }
