@@ -122,9 +122,12 @@ func (f *CountingFilter) Add(key []byte) { f.addHash(xxh3.HashSeed(key, f.seed))
 // AddString is Add for a string key.
 func (f *CountingFilter) AddString(key string) { f.addHash(xxh3.HashStringSeed(key, f.seed)) }
 
-func (f *CountingFilter) addHash(h uint64) {
-	b, cs := f.counters(h)
-	for _, c := range cs[:f.k] {
+func (f *CountingFilter) addHash(h uint64) { f.plainAdd(h) }
+
+// plainAdd is CountingFilter's add, on the core for the batched calls.
+func (l *countingCore) plainAdd(h uint64) {
+	b, cs := l.counters(h)
+	for _, c := range cs[:l.k] {
 		if shift := 4 * (c % 16); b[c/16]>>shift&0xF < maxCount {
 			b[c/16] += 1 << shift
 		}

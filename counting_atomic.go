@@ -80,8 +80,12 @@ func (f *AtomicCountingFilter) AddString(key string) {
 	f.addHash(xxh3.HashStringSeed(key, f.seed))
 }
 
-func (f *AtomicCountingFilter) addHash(h uint64) {
-	b, m := f.wordMasks(h)
+func (f *AtomicCountingFilter) addHash(h uint64) { f.atomicAdd(h) }
+
+// atomicAdd is AtomicCountingFilter's add, on the core for the batched
+// calls.
+func (l *countingCore) atomicAdd(h uint64) {
+	b, m := l.wordMasks(h)
 	for w, ones := range m {
 		if ones != 0 {
 			step(&b[w], ones, true)

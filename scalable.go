@@ -339,6 +339,12 @@ func (s *ScalableFilter) insert(h uint64, overfill bool) (bool, error) {
 	if s.TestHash(h) {
 		return false, nil
 	}
+	return s.add(h, overfill)
+}
+
+// add puts the key whose hash is h, which the filter does not hold, in the
+// newest stage, growing first if it is full.
+func (s *ScalableFilter) add(h uint64, overfill bool) (bool, error) {
 	last := len(s.stages) - 1
 	if s.counts[last] >= s.stages[last].capacity {
 		if err := s.grow(); err == nil {

@@ -1,0 +1,347 @@
+package ohbloom
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/ohbloom/ohbloom/internal/testkeys"
+)
+
+// The counting filters' batched adds leave exactly the counters of single
+// adds, and their batched tests answer as single tests, for every key
+// shape and lengths around the batch size, with duplicates (counted twice).
+func TestCountingBatchMatchesSingle(t *testing.T) {
+	keys, strs := batchKeys(300)
+	half := len(keys) / 2
+	for _, n := range []int{0, 1, batchSize - 1, batchSize, batchSize + 1, 2*batchSize + 3, half} {
+		t.Run(fmt.Sprint(n), func(t *testing.T) {
+			ref := NewCounting(uint64(len(keys)), 0.01)
+			for _, k := range keys[:n] {
+				ref.Add(k)
+			}
+			f, fs := NewCounting(uint64(len(keys)), 0.01), NewCounting(uint64(len(keys)), 0.01)
+			a, as := NewAtomicCounting(uint64(len(keys)), 0.01), NewAtomicCounting(uint64(len(keys)), 0.01)
+			f.AddBatch(keys[:n])
+			fs.AddBatchStrings(strs[:n])
+			a.AddBatch(keys[:n])
+			as.AddBatchStrings(strs[:n])
+			for name, g := range map[string]*CountingFilter{"CountingFilter.AddBatch": f, "CountingFilter.AddBatchStrings": fs,
+				"AtomicCountingFilter.AddBatch": a.ToPlain(), "AtomicCountingFilter.AddBatchStrings": as.ToPlain()} {
+				if !g.Equal(ref) {
+					t.Errorf("%s leaves other counters than Add", name)
+				}
+			}
+			want := make([]bool, len(keys))
+			for i, k := range keys {
+				want[i] = ref.Test(k)
+			}
+			aref := ref.ToAtomic()
+			got := make([]bool, len(keys)+3)
+			check := func(name string, run func()) {
+				clear(got)
+				run()
+				for i := range keys {
+					if got[i] != want[i] {
+						t.Fatalf("%s: key %d: %v, single Test %v", name, i, got[i], want[i])
+					}
+				}
+			}
+			check("CountingFilter.TestBatch", func() { ref.TestBatch(keys, got) })
+			check("CountingFilter.TestBatchStrings", func() { ref.TestBatchStrings(strs, got) })
+			check("AtomicCountingFilter.TestBatch", func() { aref.TestBatch(keys, got) })
+			check("AtomicCountingFilter.TestBatchStrings", func() { aref.TestBatchStrings(strs, got) })
+		})
+	}
+}
+
+// A scalable filter's AddBatch leaves the filter a loop of Add leaves,
+// stages, counts and bits, across the growth of several stages; TestBatch
+// answers as Test.
+func TestScalableBatchMatchesSingle(t *testing.T) {
+	keys, strs := batchKeys(400)
+	for _, n := range []int{0, 1, stageWindow - 1, stageWindow, stageWindow + 1, len(keys)} {
+		t.Run(fmt.Sprint(n), func(t *testing.T) {
+			c := Config{Capacity: 100, FPR: 0.01, Growth: 2}
+			ref, _ := NewScalableWithConfig(c)
+			for _, k := range keys[:n] {
+				ref.Add(k)
+			}
+			want := encoding(t, ref)
+			f, _ := NewScalableWithConfig(c)
+			fs, _ := NewScalableWithConfig(c)
+			a, _ := NewAtomicScalableWithConfig(c)
+			as, _ := NewAtomicScalableWithConfig(c)
+			f.AddBatch(keys[:n])
+			fs.AddBatchStrings(strs[:n])
+			a.AddBatch(keys[:n])
+			as.AddBatchStrings(strs[:n])
+			for name, g := range map[string]io.WriterTo{
+				"ScalableFilter.AddBatch": f, "ScalableFilter.AddBatchStrings": fs,
+				"AtomicScalableFilter.AddBatch": a, "AtomicScalableFilter.AddBatchStrings": as} {
+				if !bytes.Equal(encoding(t, g), want) {
+					t.Errorf("%s leaves another filter than Add", name)
+				}
+			}
+			if n == len(keys) && ref.Stages() < 4 {
+				t.Fatalf("%d keys in a filter for 100: %d stages, want growth", n, ref.Stages())
+			}
+
+			// Added keys, and as many others, against a filter of several
+			// stages.
+			all := append(append([][]byte(nil), keys...), absentKeys(len(keys))...)
+			allStrs := make([]string, len(all))
+			for i, k := range all {
+				allStrs[i] = string(k)
+			}
+			wantT := make([]bool, len(all))
+			found := 0
+			for i, k := range all {
+				wantT[i] = ref.Test(k)
+				if wantT[i] {
+					found++
+				}
+			}
+			if n > 0 && (found < n/2 || found == len(all)) {
+				t.Fatalf("%d of %d keys found: the test keys do not exercise both answers", found, len(all))
+			}
+			aref := a
+			got := make([]bool, len(all))
+			check := func(name string, run func()) {
+				clear(got)
+				run()
+				for i := range all {
+					if got[i] != wantT[i] {
+						t.Fatalf("%s: key %d: %v, single Test %v", name, i, got[i], wantT[i])
+					}
+				}
+			}
+			check("ScalableFilter.TestBatch", func() { ref.TestBatch(all, got) })
+			check("ScalableFilter.TestBatchStrings", func() { ref.TestBatchStrings(allStrs, got) })
+			check("AtomicScalableFilter.TestBatch", func() { aref.TestBatch(all, got) })
+			check("AtomicScalableFilter.TestBatchStrings", func() { aref.TestBatchStrings(allStrs, got) })
+		})
+	}
+}
+
+// absentKeys returns n keys that batchKeys does not.
+func absentKeys(n int) [][]byte {
+	keys := make([][]byte, n)
+	for i := range keys {
+		keys[i] = fmt.Appendf(nil, "absent-%d", i)
+	}
+	return keys
+}
+
+// Goroutines that AddBatch into one AtomicScalableFilter and then
+// TestBatch: every key is found once its AddBatch returns, and the count
+// is about the distinct keys.
+func TestAtomicScalableAddBatchConcurrent(t *testing.T) {
+	const workers, per = 4, 3000
+	s := NewAtomicScalable(500, 0.01)
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Go(func() {
+			keys := make([][]byte, per)
+			for i := range keys {
+				// Half the keys are shared by every worker.
+				if i%2 == 0 {
+					keys[i] = fmt.Appendf(nil, "shared-%d", i)
+				} else {
+					keys[i] = fmt.Appendf(nil, "%d-%d", w, i)
+				}
+			}
+			for from := 0; from < per; from += 700 {
+				s.AddBatch(keys[from:min(per, from+700)])
+			}
+			got := make([]bool, per)
+			s.TestBatch(keys, got)
+			for i, ok := range got {
+				if !ok {
+					t.Errorf("worker %d: key %s not found after AddBatch", w, keys[i])
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	// Keys that tested positive when added (at most p = 1% of them) are
+	// not counted; a key two goroutines add at once, each seeing another
+	// newest stage, may be counted twice.
+	distinct := uint64(per/2 + workers*per/2)
+	if c := s.Count(); c > workers*per || c < distinct*98/100 {
+		t.Fatalf("count %d, %d distinct keys in %d adds", c, distinct, workers*per)
+	}
+}
+
+func TestNewBatchesPanicOnShortResults(t *testing.T) {
+	keys := make([][]byte, 5)
+	short := make([]bool, 4)
+	for name, call := range map[string]func(){
+		"CountingFilter":       func() { NewCounting(10, 0.1).TestBatch(keys, short) },
+		"AtomicCountingFilter": func() { NewAtomicCounting(10, 0.1).TestBatch(keys, short) },
+		"ScalableFilter":       func() { NewScalable(10, 0.1).TestBatch(keys, short) },
+		"AtomicScalableFilter": func() { NewAtomicScalable(10, 0.1).TestBatch(keys, short) },
+	} {
+		func() {
+			defer func() {
+				if recover() == nil {
+					t.Errorf("%s.TestBatch with a short results slice did not panic", name)
+				}
+			}()
+			call()
+		}()
+	}
+}
+
+func TestNewBatchesZeroAllocations(t *testing.T) {
+	keys, strs := batchKeys(20)
+	results := make([]bool, len(keys))
+	c, ac := NewCounting(1000, 0.01), NewAtomicCounting(1000, 0.01)
+	s, as := NewScalable(10_000, 0.01), NewAtomicScalable(10_000, 0.01)
+	ops := map[string]func(){
+		"CountingFilter.AddBatch":               func() { c.AddBatch(keys) },
+		"CountingFilter.TestBatch":              func() { c.TestBatch(keys, results) },
+		"CountingFilter.TestBatchStrings":       func() { c.TestBatchStrings(strs, results) },
+		"AtomicCountingFilter.AddBatchStrings":  func() { ac.AddBatchStrings(strs) },
+		"AtomicCountingFilter.TestBatch":        func() { ac.TestBatch(keys, results) },
+		"ScalableFilter.TestBatch":              func() { s.TestBatch(keys, results) },
+		"ScalableFilter.TestBatchStrings":       func() { s.TestBatchStrings(strs, results) },
+		"AtomicScalableFilter.TestBatch":        func() { as.TestBatch(keys, results) },
+		"AtomicScalableFilter.TestBatchStrings": func() { as.TestBatchStrings(strs, results) },
+	}
+	s.AddBatch(keys) // no growth: what follows re-adds present keys
+	as.AddBatch(keys)
+	ops["ScalableFilter.AddBatch"] = func() { s.AddBatch(keys) }
+	ops["AtomicScalableFilter.AddBatch"] = func() { as.AddBatch(keys) }
+	for name, op := range ops {
+		if n := testing.AllocsPerRun(10, op); n != 0 {
+			t.Errorf("%s allocates %v times", name, n)
+		}
+	}
+}
+
+// BenchmarkBatchKinds compares the batched calls of the counting and
+// scalable filters with the same calls one key at a time, on the same
+// filter, 16-byte keys at p = 1%: one filter in the caches and one past
+// them. The scalable filter starts at a hundredth of the keys and grows
+// (7 stages at 10^5 keys, 8 at 10^7); present keys stop at their stage,
+// absent ones probe every stage.
+//
+//	go test -c -o b.test .
+//	for i in 1 2 3; do flock /tmp/ohbloom-bench.lock ./b.test -test.run '^$' -test.bench BatchKinds; done > kinds.txt
+//	benchstat -col /op -row /filter,/n,/keys kinds.txt
+func BenchmarkBatchKinds(b *testing.B) {
+	const window = 4096 // keys per batched call
+	for _, n := range []int{1e5, 1e7} {
+		if testing.Short() && n > 1e5 {
+			continue
+		}
+		var buf [16]byte
+		keys := make([][]byte, 2*n) // present, then absent
+		for i := range keys {
+			keys[i] = bytes.Clone(testkeys.Key16(&buf, uint64(i)))
+		}
+		c, ac := NewCounting(uint64(n), 0.01), NewAtomicCounting(uint64(n), 0.01)
+		s, as := NewScalable(uint64(n/100), 0.01), NewAtomicScalable(uint64(n/100), 0.01)
+		for _, k := range keys[:n] {
+			c.Add(k)
+			ac.Add(k)
+			s.Add(k)
+			as.Add(k)
+		}
+		results := make([]bool, window)
+		type filter struct {
+			name       string
+			test       func([]byte) bool
+			testBatch  func([][]byte, []bool)
+			add        func([]byte)
+			addBatch   func([][]byte)
+			absentKeys bool
+		}
+		for _, f := range []filter{
+			{"counting", c.Test, c.TestBatch, c.Add, c.AddBatch, false},
+			{"atomic-counting", ac.Test, ac.TestBatch, ac.Add, ac.AddBatch, false},
+			{"scalable", s.Test, s.TestBatch, s.Add, s.AddBatch, true},
+			{"atomic-scalable", as.Test, as.TestBatch, as.Add, as.AddBatch, true},
+		} {
+			sets := []struct {
+				name string
+				keys [][]byte
+			}{{"present", keys[:n]}, {"absent", keys[n:]}}
+			if !f.absentKeys {
+				sets = sets[:1]
+			}
+			for _, set := range sets {
+				name := fmt.Sprintf("filter=%s/n=%d/keys=%s", f.name, n, set.name)
+				perKey := func(b *testing.B, keys int) {
+					b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(keys), "ns/key")
+				}
+				// A function value per key costs the loop an indirect call
+				// that Filter's benchmark (bench/batch_test.go) spares it;
+				// it costs the batched calls one per 4096 keys.
+				b.Run(name+"/op=test-loop", func(b *testing.B) {
+					at, done := 0, 0
+					for b.Loop() {
+						if at+window > n {
+							at = 0
+						}
+						for _, k := range set.keys[at : at+window] {
+							f.test(k)
+						}
+						at += window
+						done += window
+					}
+					perKey(b, done)
+				})
+				b.Run(name+"/op=test-batch", func(b *testing.B) {
+					at, done := 0, 0
+					for b.Loop() {
+						if at+window > n {
+							at = 0
+						}
+						f.testBatch(set.keys[at:at+window], results)
+						at += window
+						done += window
+					}
+					perKey(b, done)
+				})
+				if set.name == "absent" || strings.Contains(f.name, "counting") {
+					// Adding absent keys would grow a scalable filter
+					// as the benchmark runs; adding present ones to a
+					// counting filter would saturate its counters.
+					continue
+				}
+				b.Run(name+"/op=add-loop", func(b *testing.B) {
+					at, done := 0, 0
+					for b.Loop() {
+						if at+window > n {
+							at = 0
+						}
+						for _, k := range set.keys[at : at+window] {
+							f.add(k)
+						}
+						at += window
+						done += window
+					}
+					perKey(b, done)
+				})
+				b.Run(name+"/op=add-batch", func(b *testing.B) {
+					at, done := 0, 0
+					for b.Loop() {
+						if at+window > n {
+							at = 0
+						}
+						f.addBatch(set.keys[at : at+window])
+						at += window
+						done += window
+					}
+					perKey(b, done)
+				})
+			}
+		}
+	}
+}
