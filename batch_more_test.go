@@ -4,9 +4,12 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"os"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/ohbloom/ohbloom/internal/testkeys"
 )
@@ -342,6 +345,140 @@ func BenchmarkBatchKinds(b *testing.B) {
 					perKey(b, done)
 				})
 			}
+		}
+	}
+}
+
+// TestBatchKindsPaired measures what BenchmarkBatchKinds does in a way a
+// busy machine disturbs less: round after round it times a loop of single
+// calls over one window of 4096 keys and one batched call over the next,
+// in alternating order, and prints the medians of both and of the rounds'
+// ratios. It also times building a scalable filter of n new keys with a
+// loop of Add and with AddBatch, three times each. It is a measurement,
+// not a test: it runs only with OHBLOOM_BATCH_BENCH set.
+//
+//	OHBLOOM_BATCH_BENCH=1 flock /tmp/ohbloom-bench.lock go test -run TestBatchKindsPaired -v .
+func TestBatchKindsPaired(t *testing.T) {
+	if os.Getenv("OHBLOOM_BATCH_BENCH") == "" {
+		t.Skip("a measurement: set OHBLOOM_BATCH_BENCH=1 to run it")
+	}
+	const window, rounds = 4096, 300
+	median := func(x []float64) float64 { slices.Sort(x); return x[len(x)/2] }
+	for _, n := range []int{1e5, 1e7} {
+		var buf [16]byte
+		keys := make([][]byte, 2*n) // present, then absent
+		for i := range keys {
+			keys[i] = bytes.Clone(testkeys.Key16(&buf, uint64(i)))
+		}
+		var loops, batches []float64
+		for r := range 6 {
+			s := NewScalable(uint64(n/100), 0.01)
+			start := time.Now()
+			if r%2 == 0 {
+				for _, k := range keys[:n] {
+					s.Add(k)
+				}
+				loops = append(loops, float64(time.Since(start).Nanoseconds())/float64(n))
+			} else {
+				s.AddBatch(keys[:n])
+				batches = append(batches, float64(time.Since(start).Nanoseconds())/float64(n))
+			}
+		}
+		l, b := median(loops), median(batches)
+		t.Logf("n=%-9d %-28s loop %6.1f ns/key  batch %6.1f ns/key  batch/loop %.2f", n, "scalable build, new keys", l, b, b/l)
+
+		c, ac := NewCounting(uint64(n), 0.01), NewAtomicCounting(uint64(n), 0.01)
+		s, as := NewScalable(uint64(n/100), 0.01), NewAtomicScalable(uint64(n/100), 0.01)
+		c.AddBatch(keys[:n])
+		ac.AddBatch(keys[:n])
+		s.AddBatch(keys[:n])
+		as.AddBatch(keys[:n])
+		results := make([]bool, window)
+		// The loops are written out: a function value per key would add
+		// an indirect call to each single call.
+		for _, p := range []struct {
+			name        string
+			keys        [][]byte
+			loop, batch func([][]byte)
+		}{
+			{"counting test present", keys[:n],
+				func(ks [][]byte) {
+					for _, k := range ks {
+						c.Test(k)
+					}
+				}, func(ks [][]byte) { c.TestBatch(ks, results) }},
+			{"atomic-counting test present", keys[:n],
+				func(ks [][]byte) {
+					for _, k := range ks {
+						ac.Test(k)
+					}
+				}, func(ks [][]byte) { ac.TestBatch(ks, results) }},
+			{"scalable test present", keys[:n],
+				func(ks [][]byte) {
+					for _, k := range ks {
+						s.Test(k)
+					}
+				}, func(ks [][]byte) { s.TestBatch(ks, results) }},
+			{"scalable test absent", keys[n:],
+				func(ks [][]byte) {
+					for _, k := range ks {
+						s.Test(k)
+					}
+				}, func(ks [][]byte) { s.TestBatch(ks, results) }},
+			{"atomic-scalable test present", keys[:n],
+				func(ks [][]byte) {
+					for _, k := range ks {
+						as.Test(k)
+					}
+				}, func(ks [][]byte) { as.TestBatch(ks, results) }},
+			{"atomic-scalable test absent", keys[n:],
+				func(ks [][]byte) {
+					for _, k := range ks {
+						as.Test(k)
+					}
+				}, func(ks [][]byte) { as.TestBatch(ks, results) }},
+			{"scalable add present", keys[:n],
+				func(ks [][]byte) {
+					for _, k := range ks {
+						s.Add(k)
+					}
+				}, s.AddBatch},
+			{"atomic-scalable add present", keys[:n],
+				func(ks [][]byte) {
+					for _, k := range ks {
+						as.Add(k)
+					}
+				}, as.AddBatch},
+		} {
+			var loops, batches, ratios []float64
+			at := 0
+			for r := range rounds {
+				if at+2*window > len(p.keys) {
+					at = 0
+				}
+				// Each call its own keys: neither warms the other's blocks.
+				kl, kb := p.keys[at:at+window], p.keys[at+window:at+2*window]
+				at += 2 * window
+				var l, b time.Duration
+				if r%2 == 0 {
+					start := time.Now()
+					p.loop(kl)
+					mid := time.Now()
+					p.batch(kb)
+					l, b = mid.Sub(start), time.Since(mid)
+				} else {
+					start := time.Now()
+					p.batch(kb)
+					mid := time.Now()
+					p.loop(kl)
+					b, l = mid.Sub(start), time.Since(mid)
+				}
+				loops = append(loops, float64(l.Nanoseconds())/window)
+				batches = append(batches, float64(b.Nanoseconds())/window)
+				ratios = append(ratios, float64(b)/float64(l))
+			}
+			t.Logf("n=%-9d %-28s loop %6.1f ns/key  batch %6.1f ns/key  batch/loop %.2f",
+				n, p.name, median(loops), median(batches), median(ratios))
 		}
 	}
 }

@@ -143,22 +143,24 @@ func testStagesHashed[K []byte | string](stages stageList, keys []K, hs []uint64
 	var found [stageWindow]bool
 	hashWindow(stages.core(0), hs, keys)
 	stages.core(stages.n-1).runHashes(hs, op, results)
-	for i := stages.n - 2; i >= 0; i-- {
-		n := 0
-		for j, ok := range results {
-			if !ok {
-				left[n], at[n] = hs[j], uint16(j)
-				n++
-			}
+	n := 0 // left[:n] are the keys not found yet, at[:n] where they are
+	for j, ok := range results {
+		if !ok {
+			left[n], at[n] = hs[j], uint16(j)
+			n++
 		}
-		if n == 0 {
-			return
-		}
+	}
+	for i := stages.n - 2; i >= 0 && n > 0; i-- {
 		stages.core(i).runHashes(left[:n], op, found[:n])
+		m := 0
 		for j, ok := range found[:n] {
 			if ok {
 				results[at[j]] = true
+			} else {
+				left[m], at[m] = left[j], at[j]
+				m++
 			}
 		}
+		n = m
 	}
 }
