@@ -354,7 +354,8 @@ func BenchmarkBatchKinds(b *testing.B) {
 // calls over one window of 4096 keys and one batched call over the next,
 // in alternating order, and prints the medians of both and of the rounds'
 // ratios. It also times building a scalable filter of n new keys with a
-// loop of Add and with AddBatch, three times each. It is a measurement,
+// loop of Add and with AddBatch, alternately (3 builds each at 10^7, 30 at
+// 10^5). It is a measurement,
 // not a test: it runs only with OHBLOOM_BATCH_BENCH set.
 //
 //	OHBLOOM_BATCH_BENCH=1 flock /tmp/ohbloom-bench.lock go test -run TestBatchKindsPaired -v .
@@ -370,22 +371,40 @@ func TestBatchKindsPaired(t *testing.T) {
 		for i := range keys {
 			keys[i] = bytes.Clone(testkeys.Key16(&buf, uint64(i)))
 		}
-		var loops, batches []float64
-		for r := range 6 {
-			s := NewScalable(uint64(n/100), 0.01)
-			start := time.Now()
-			if r%2 == 0 {
-				for _, k := range keys[:n] {
-					s.Add(k)
-				}
-				loops = append(loops, float64(time.Since(start).Nanoseconds())/float64(n))
-			} else {
-				s.AddBatch(keys[:n])
-				batches = append(batches, float64(time.Since(start).Nanoseconds())/float64(n))
-			}
+		builds := 6
+		if n < 1e6 {
+			builds = 60 // a few milliseconds each: more of them
 		}
-		l, b := median(loops), median(batches)
-		t.Logf("n=%-9d %-28s loop %6.1f ns/key  batch %6.1f ns/key  batch/loop %.2f", n, "scalable build, new keys", l, b, b/l)
+		for _, atomic := range []bool{false, true} {
+			var loops, batches []float64
+			for r := range builds {
+				var add func([]byte)
+				var addBatch func([][]byte)
+				if atomic {
+					s := NewAtomicScalable(uint64(n/100), 0.01)
+					add, addBatch = s.Add, s.AddBatch
+				} else {
+					s := NewScalable(uint64(n/100), 0.01)
+					add, addBatch = s.Add, s.AddBatch
+				}
+				start := time.Now()
+				if r%2 == 0 {
+					for _, k := range keys[:n] {
+						add(k)
+					}
+					loops = append(loops, float64(time.Since(start).Nanoseconds())/float64(n))
+				} else {
+					addBatch(keys[:n])
+					batches = append(batches, float64(time.Since(start).Nanoseconds())/float64(n))
+				}
+			}
+			name := "scalable build, new keys"
+			if atomic {
+				name = "atomic-" + name
+			}
+			l, b := median(loops), median(batches)
+			t.Logf("n=%-9d %-28s loop %6.1f ns/key  batch %6.1f ns/key  batch/loop %.2f", n, name, l, b, b/l)
+		}
 
 		c, ac := NewCounting(uint64(n), 0.01), NewAtomicCounting(uint64(n), 0.01)
 		s, as := NewScalable(uint64(n/100), 0.01), NewAtomicScalable(uint64(n/100), 0.01)

@@ -572,12 +572,24 @@ func (s *AtomicScalableFilter) TryAddHash(h uint64) (added bool, err error) {
 }
 
 func (s *AtomicScalableFilter) insert(h uint64, overfill bool) (bool, error) {
+	return s.insertFrom(h, overfill, -1)
+}
+
+// insertFrom is insert for AddBatch, with a key that stages[:older] did
+// not hold when it tested it: the key is no more there (the stages older
+// than the newest take no keys), so it tests only the stages from there up
+// to the newest, exclusive. The newest stage's own test-and-add then
+// finds a key that arrived meanwhile, and gives its place back, as for a
+// key two goroutines add at once. With older < 0 it is insert, which
+// tests every stage first so that adding a present key takes no place.
+func (s *AtomicScalableFilter) insertFrom(h uint64, overfill bool, older int) (bool, error) {
 	for {
 		stages := *s.stages.Load()
-		if testStages(stages, h) {
+		last := len(stages) - 1
+		if older < 0 && testStages(stages, h) || older >= 0 && testStages(stages[min(older, last):last], h) {
 			return false, nil
 		}
-		newest := stages[len(stages)-1]
+		newest := stages[last]
 		for {
 			n := newest.added.Load()
 			if n >= newest.f.capacity {
@@ -592,6 +604,9 @@ func (s *AtomicScalableFilter) insert(h uint64, overfill bool) (bool, error) {
 				}
 				return true, nil
 			}
+		}
+		if older >= 0 && newest.f.TestHash(h) {
+			return false, nil // a full stage grows only for a key it lacks
 		}
 		var err error
 		if e := s.err.Load(); e != nil {

@@ -57,14 +57,25 @@ func addStagesBatch[K []byte | string](s *ScalableFilter, keys []K) {
 }
 
 // insertFrom is insert(h, true) for a key known to be absent from the
-// stages older than from.
+// stages older than from. While the newest stage has room, it tests and
+// adds there in one probe: adding a key whose bits are all set changes
+// nothing, and only a key that was absent counts.
 func (s *ScalableFilter) insertFrom(h uint64, from int) {
-	for i := len(s.stages) - 1; i >= from; i-- {
+	last := len(s.stages) - 1
+	for i := last - 1; i >= from; i-- {
 		if s.stages[i].TestHash(h) {
 			return
 		}
 	}
-	s.add(h, true)
+	if s.counts[last] < s.stages[last].capacity {
+		if !s.stages[last].testAndAddHash(h) {
+			s.counts[last]++
+		}
+		return
+	}
+	if !s.stages[last].TestHash(h) {
+		s.add(h, true)
+	}
 }
 
 // TestBatch tests keys as ScalableFilter.TestBatch does. A stage added
@@ -99,12 +110,14 @@ func addAtomicStagesBatch[K []byte | string](s *AtomicScalableFilter, keys []K) 
 	for from := 0; from < len(keys); from += stageWindow {
 		window := keys[from:min(len(keys), from+stageWindow)]
 		h := hs[:len(window)]
-		testStagesHashed(s.stageCores(), window, h, opAtomicTest, present[:len(window)])
+		stages := s.stageCores()
+		testStagesHashed(stages, window, h, opAtomicTest, present[:len(window)])
 		for i, h := range h {
-			// Other goroutines may add to any stage they still see as the
-			// newest: insert tests them all again.
+			// Only the newest stage, and those added since, take keys
+			// (but from a goroutine that still sees an older one as the
+			// newest, and may then count a key twice, as Add may).
 			if !present[i] {
-				s.insert(h, true)
+				s.insertFrom(h, true, stages.n-1)
 			}
 		}
 	}
