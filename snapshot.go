@@ -155,28 +155,12 @@ func createTemp(dir, prefix string) (*os.File, error) {
 }
 
 // Load reads a snapshot written by Save (or any encoded filter) into a new
-// Filter. The file is read once, decoded and checked in full; see Open to
-// serve a large snapshot from the file itself, without a copy in memory.
-func Load(path string) (*Filter, error) {
-	file, err := os.Open(path)
-	if err != nil {
-		return nil, fmt.Errorf("ohbloom: %w", err) // "open PATH: why"
-	}
-	defer file.Close()
-	st, err := file.Stat()
-	if err != nil {
-		return nil, &fileError{"load", path, err}
-	}
-	var f Filter
-	n, err := f.ReadFrom(&sizedReader{file, st.Size()})
-	if err != nil {
-		return nil, &fileError{"load", path, err}
-	}
-	if st.Size() != n {
-		return nil, &fileError{"load", path, fmt.Errorf("%w: %d bytes after the filter", ErrCorrupt, st.Size()-n)}
-	}
-	return &f, nil
-}
+// Filter. The file is read once, decoded and checked in full, and must
+// hold exactly one filter; see Open to serve a large snapshot from the
+// file itself, without a copy in memory. A file of another kind of filter
+// is an error wrapping ErrUnknownKind that says which call reads it
+// (LoadCounting, LoadScalable).
+func Load(path string) (*Filter, error) { return loadAs(path, kindBlocked, new(Filter)) }
 
 // sizedReader reads a file of known size and says how much of it is left,
 // so that ReadFrom allocates the filter once, at its size (see remaining).
@@ -236,7 +220,9 @@ type Snapshot struct {
 // at the disk's speed from disk, and leaves its pages mapped for the Tests
 // that follow. A file that fails a check is an error wrapping one of
 // the package's sentinels: ErrChecksum for a changed byte, ErrTruncated for
-// a short file, and so on.
+// a short file, and so on. Only a Filter's (or AtomicFilter's) file is
+// mapped: the file of a counting or scalable filter is an error wrapping
+// ErrUnknownKind that says what it holds and which Load function reads it.
 //
 // The returned Snapshot maps the file: see the type's documentation for
 // what writing to the file in place does to it, and how to replace it
@@ -264,8 +250,11 @@ func open(path string, verify bool) (*Snapshot, error) {
 		return nil, &fileError{"open", path, err}
 	}
 	h, err := decodeHeader(hdr[:n])
-	if err == nil {
-		err = h.wantKind(kindBlocked)
+	if err == nil && h.kind != kindBlocked {
+		// Only a Filter's blocks are mapped: a counting filter exists to
+		// change and a scalable one to grow, and a scalable file's stages
+		// do not start 64-byte aligned.
+		err = &kindMismatch{got: h.kind, want: kindBlocked}
 	}
 	if err != nil {
 		return nil, &fileError{"open", path, err}
