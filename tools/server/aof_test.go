@@ -90,7 +90,7 @@ func FuzzLogReplay(f *testing.F) {
 	run("CF.INSERT", "c", "CAPACITY", "10", "ITEMS", "x", "y", "x")
 	run("CF.DEL", "c", "x")
 	run("DEL", "k")
-	dump := recordBytes("f", s.store.get("f"))
+	dump := recordBytes("f", s.store.get(0, "f"))
 	run("BF.LOADCHUNK", "loaded", itoa(ohbloomIterators|int64(len(dump))+1), string(dump))
 	run("FLUSHALL")
 	run("CF.ADD", "after", "z")
@@ -153,7 +153,7 @@ func allocated() uint64 {
 
 func replayChecked(t *testing.T, data []byte) {
 	before := allocated()
-	rp := &replayer{keys: map[string]*entry{}, maxFilterBytes: 64 << 10}
+	rp := &replayer{dbs: []*database{newDatabase(), newDatabase()}, maxFilterBytes: 64 << 10}
 	good, torn, err := rp.replay(bufio.NewReader(bytes.NewReader(data)), 0)
 	if n, limit := allocated()-before, uint64(len(data)/17+1)*(3<<20)+8*uint64(len(data)); n > limit {
 		t.Fatalf("replaying %d bytes allocated %d", len(data), n)
@@ -164,7 +164,7 @@ func replayChecked(t *testing.T, data []byte) {
 	if good > int64(len(data)) || (torn == "" && good != int64(len(data))) {
 		t.Fatalf("replayed up to %d of %d bytes, torn %v", good, len(data), torn)
 	}
-	for name, e := range rp.keys {
+	for name, e := range rp.dbs[0].keys {
 		e.sizeBytes()
 		switch e.kind {
 		case kindCounting:

@@ -134,7 +134,7 @@ func (s *Server) reserve(sess *session, w replier, name []byte, counting bool, b
 		w.WriteError(msg)
 		return
 	}
-	e, created, pos, err := s.store.getOrCreateLogged(string(name), build)
+	e, created, pos, err := s.store.getOrCreateLogged(sess.db, string(name), build)
 	if err == nil {
 		err = s.commit(sess, pos)
 		if err != nil {
@@ -154,7 +154,7 @@ func (s *Server) reserve(sess *session, w replier, name []byte, counting bool, b
 }
 
 func (s *Server) countingEntry(sess *session, w replier, name []byte, create bool, capacity int64) *entry {
-	e := s.store.getBytes(name)
+	e := s.store.getBytes(sess.db, name)
 	if e == nil && create {
 		if len(name) > maxKeyBytes {
 			w.WriteError(errKeyTooLong)
@@ -162,7 +162,7 @@ func (s *Server) countingEntry(sess *session, w replier, name []byte, create boo
 		}
 		var err error
 		var pos uint64
-		e, _, pos, err = s.store.getOrCreateLogged(string(name), func() (*entry, error) { return s.newCounting(capacity) })
+		e, _, pos, err = s.store.getOrCreateLogged(sess.db, string(name), func() (*entry, error) { return s.newCounting(capacity) })
 		if err != nil {
 			w.WriteError(err.Error())
 			return nil
@@ -209,7 +209,7 @@ func (s *Server) countingAdds(sess *session, e *entry, name []byte, items [][]by
 	if n > 0 {
 		e.markDirty()
 		if log != nil {
-			pos = log.appendHashes(recCountingAdd, name, first, hs[:n])
+			pos = log.appendHashes(recCountingAdd, sess.db, name, first, hs[:n])
 		}
 	} else if log != nil {
 		// Nothing changed, but what CF.ADDNX saw may be another
@@ -308,8 +308,8 @@ func cmdCFInsert(s *Server, sess *session, w replier, args [][]byte) {
 // cmdCFExists is CF.EXISTS, CF.MEXISTS and CF.COUNT (CFCheck_RedisCommand):
 // a key that is missing or holds another type answers 0 (false) for every
 // item; CF.COUNT answers integers in both protocols.
-func cmdCFExists(s *Server, _ *session, w replier, args [][]byte) {
-	e := s.store.getBytes(args[1])
+func cmdCFExists(s *Server, sess *session, w replier, args [][]byte) {
+	e := s.store.getBytes(sess.db, args[1])
 	if e != nil && e.kind != kindCounting {
 		e = nil
 	}
@@ -342,7 +342,7 @@ func cmdCFDel(s *Server, sess *session, w replier, args [][]byte) {
 		w.WriteError(msg)
 		return
 	}
-	e := s.store.getBytes(args[1])
+	e := s.store.getBytes(sess.db, args[1])
 	if e == nil || e.kind != kindCounting {
 		w.WriteError(errCFNotFound)
 		return
@@ -360,7 +360,7 @@ func cmdCFDel(s *Server, sess *session, w replier, args [][]byte) {
 		e.seq++
 		e.markDirty()
 		if s.store.log != nil {
-			pos = s.store.log.appendRemove(args[1], e.seq, h)
+			pos = s.store.log.appendRemove(sess.db, args[1], e.seq, h)
 		}
 		deleted = true
 	}
@@ -375,8 +375,8 @@ func cmdCFDel(s *Server, sess *session, w replier, args [][]byte) {
 // cmdCFInfo is CFInfo_RedisCommand's reply, with the counting filter's
 // own numbers: its blocks are the buckets, its counters per block the
 // bucket size; it does not expand and never relocates, so both are 0.
-func cmdCFInfo(s *Server, _ *session, w replier, args [][]byte) {
-	e := s.store.getBytes(args[1])
+func cmdCFInfo(s *Server, sess *session, w replier, args [][]byte) {
+	e := s.store.getBytes(sess.db, args[1])
 	switch {
 	case e == nil:
 		w.WriteError(errNotFound)

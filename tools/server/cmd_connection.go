@@ -157,14 +157,6 @@ func validClientName(b []byte) bool {
 // Version is what HELLO and INFO report as the server's version.
 const Version = "7.0.0-ohbloom"
 
-func cmdSelect(_ *Server, _ *session, w replier, args [][]byte) {
-	if n, ok := parseInt(args[1]); !ok || n != 0 {
-		w.WriteError("ERR DB index is out of range")
-		return
-	}
-	w.WriteString("OK")
-}
-
 func cmdClient(_ *Server, sess *session, w replier, args [][]byte) {
 	switch {
 	case eq(args[1], "SETNAME") && len(args) == 3:
@@ -259,8 +251,8 @@ func cmdInfo(s *Server, _ *session, w replier, _ [][]byte) {
 	fmt.Fprintf(&b, "# Memory\r\nused_memory_filters:%d\r\n", s.store.sizeBytes())
 	s.infoPersistence(&b)
 	fmt.Fprintf(&b, "# Keyspace\r\n")
-	if n := s.store.len(); n > 0 {
-		fmt.Fprintf(&b, "db0:keys=%d,expires=0,avg_ttl=0\r\n", n)
+	for _, line := range s.store.keyspaceLines() {
+		b.WriteString(line + "\r\n")
 	}
 	w.WriteVerbatim(b.String())
 }

@@ -142,6 +142,8 @@ type session struct {
 	name   string
 	quit   bool
 	proto  int // 2 or 3
+	// db is the database SELECT chose, 0 until then.
+	db int
 	// multi is the transaction being queued, nil outside MULTI.
 	multi *multiState
 	// authFailures counts wrong passwords on this connection.
@@ -577,7 +579,7 @@ func (c *connection) dispatch(args [][]byte, owned bool, size int) {
 	case cmd.slow || heavy(args, size):
 		c.runOffLoop(cmd, args, owned)
 		return
-	case s.iso.active.Load() > 0 && !s.loopMayRun(cmd.name, args):
+	case s.iso.active.Load() > 0 && !s.loopMayRun(c.sess.db, cmd.name, args):
 		c.runOffLoop(cmd, args, owned)
 		return
 	}
@@ -629,8 +631,8 @@ func (c *connection) runHere(cmd command, args [][]byte) {
 		offLoopHook(cmd.name)
 	}
 	var cl claim
-	if cmd.name != "exec" {
-		s.addClaim(&cl, cmd.name, args)
+	if cmd.name != "exec" && !keySpecs[cmd.name].own {
+		s.addClaim(&cl, c.sess.db, cmd.name, args)
 		spec := keySpecs[cmd.name]
 		// A creator claims the change mode even for a key it found:
 		// a DEL could remove the key before it runs. (On a loop the

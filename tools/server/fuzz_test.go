@@ -35,7 +35,7 @@ func FuzzExec(f *testing.F) {
 		f.Fatal(err)
 	}
 	keep := func() {
-		e, _, _ := s.store.getOrCreate("keep", func() (*entry, error) {
+		e, _, _ := s.store.getOrCreate(0, "keep", func() (*entry, error) {
 			return s.newBloom(bloomOptions{errorRate: 0.01, capacity: 100, expansion: 2})
 		})
 		for i := range 50 {
@@ -60,7 +60,7 @@ func FuzzExec(f *testing.F) {
 			keep()
 			return
 		}
-		e := s.store.get("keep")
+		e := s.store.get(0, "keep")
 		for i := range 50 {
 			if e == nil || !e.bloomTest([]byte(strconv.Itoa(i))) {
 				t.Fatalf("command %q lost item %d of key keep", args, i)
@@ -174,7 +174,7 @@ func FuzzConnection(f *testing.F) {
 	f.Cleanup(func() { s.Shutdown(context.Background()) })
 	addr := ln.Addr().String()
 	keep := func() {
-		e, _, _ := s.store.getOrCreate("keep", func() (*entry, error) {
+		e, _, _ := s.store.getOrCreate(0, "keep", func() (*entry, error) {
 			return s.newBloom(bloomOptions{errorRate: 0.01, capacity: 100, expansion: 2})
 		})
 		for i := range 50 {
@@ -228,7 +228,7 @@ func FuzzConnection(f *testing.F) {
 				return
 			}
 		}
-		e := s.store.get("keep")
+		e := s.store.get(0, "keep")
 		for i := range 50 {
 			if e == nil || !e.bloomTest([]byte(strconv.Itoa(i))) {
 				t.Fatalf("input %q lost item %d of key keep", data, i)

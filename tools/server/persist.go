@@ -129,7 +129,12 @@ const lastSaveFile = "ohbloom-lastsave"
 var tempFile = regexp.MustCompile(`^\.([0-9a-f]{32}\.ohbs|appendonly-[0-9a-f]{16}\.ohbl|` + lastSaveFile + `|` + manifestFile + `)\.tmp-[0-9]+$`)
 
 func newStore(c Config) *store {
-	s := &store{keys: map[string]*entry{}, dir: c.DataDir, logger: c.Logger, maxFilterBytes: c.MaxFilterBytes, now: time.Now}
+	s := &store{dir: c.DataDir, logger: c.Logger, maxFilterBytes: c.MaxFilterBytes, now: time.Now}
+	s.expiry.soon = make(chan struct{}, 1)
+	s.dbs = make([]*database, max(c.Databases, 1))
+	for i := range s.dbs {
+		s.dbs[i] = newDatabase()
+	}
 	if s.logger == nil {
 		s.logger = slog.Default()
 	}
@@ -254,7 +259,7 @@ func (s *store) load() error {
 	if err != nil {
 		return err
 	}
-	rp := &replayer{keys: s.keys, maxFilterBytes: s.maxFilterBytes}
+	rp := &replayer{dbs: s.dbs, maxFilterBytes: s.maxFilterBytes}
 	type cut struct {
 		path string
 		size int64
@@ -551,17 +556,20 @@ func (s *store) save(force bool) error {
 		}
 	}
 	testSaveHook("rotated")
-	names := s.names()
-	saved := make(map[string]bool, len(names))
-	for _, name := range names {
-		saved[filepath.Base(s.path(name))] = true
-		e := s.get(name)
-		if e == nil || !(e.dirty.Swap(false) || force) {
-			continue
-		}
-		if err := s.saveKey(name, e); err != nil {
-			e.dirty.Store(true)
-			errs = append(errs, err)
+	saved := map[string]bool{}
+	for db := range s.dbs {
+		for _, name := range s.names(db) {
+			saved[filepath.Base(s.path(db, name))] = true
+			s.mu.RLock()
+			e := s.dbs[db].keys[name]
+			s.mu.RUnlock()
+			if e == nil || !(e.dirty.Swap(false) || force) {
+				continue
+			}
+			if err := s.saveKey(db, name, e); err != nil {
+				e.dirty.Store(true)
+				errs = append(errs, err)
+			}
 		}
 	}
 	testSaveHook("written")
@@ -614,16 +622,19 @@ func testSaveHook(step string) {
 // it (the directory is synced once, by save). It holds the key's stripe
 // lock, so that a DEL cannot remove the file while it is renamed in, and
 // skips a key deleted meanwhile.
-func (s *store) saveKey(name string, e *entry) error {
-	lock := s.stripeOf(name)
+func (s *store) saveKey(db int, name string, e *entry) error {
+	lock := s.stripeOf(db, name)
 	lock.Lock()
 	defer lock.Unlock()
-	if s.get(name) != e {
+	s.mu.RLock()
+	now := s.dbs[db].keys[name]
+	s.mu.RUnlock()
+	if now != e {
 		return nil
 	}
-	path := s.path(name)
+	path := s.path(db, name)
 	err := writeAtomic(path, func(w io.Writer) error {
-		_, err := recordTo(w, name, e)
+		_, err := recordTo(w, db, name, e)
 		return err
 	})
 	if err != nil {
@@ -635,11 +646,11 @@ func (s *store) saveKey(name string, e *entry) error {
 
 // removeDataFile removes a key's data file, recording the removal in the
 // manifest first.
-func (s *store) removeDataFile(name string) error {
+func (s *store) removeDataFile(db int, name string) error {
 	if s.man == nil {
 		return nil
 	}
-	return s.man.remove(s.path(name))
+	return s.man.remove(s.path(db, name))
 }
 
 // removeStale removes the data files of keys that are gone: a DEL or
