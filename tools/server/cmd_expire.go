@@ -2,22 +2,19 @@ package server
 
 import (
 	"math"
+	"strings"
 )
 
 // SELECT and the expiry commands, as Redis 7.4's db.c and expire.c answer
 // them.
 
 func cmdSelectDB(s *Server, sess *session, w replier, args [][]byte) {
-	db, ok := parseDBIndex(args[1])
-	if !ok {
-		w.WriteError("ERR invalid DB index")
+	db, msg := s.parseDB(args[1])
+	if msg != "" {
+		w.WriteError(msg)
 		return
 	}
-	if db < 0 || db >= int64(len(s.store.dbs)) {
-		w.WriteError(errDBRange)
-		return
-	}
-	sess.db = int(db)
+	sess.db = db
 	w.WriteString("OK")
 }
 
@@ -28,11 +25,19 @@ const (
 	errSameObject = "ERR source and destination objects are the same"
 )
 
-// parseDBIndex parses a database index as Redis's getIntFromObject: an
-// integer that fits an int.
-func parseDBIndex(b []byte) (int64, bool) {
+// parseDB parses a database's number as SELECT, COPY and MOVE do
+// (getIntFromObjectOrReply, then selectDb), or returns their error.
+func (s *Server) parseDB(b []byte) (int, string) {
 	n, ok := parseLongLong(b)
-	return n, ok && n >= math.MinInt32 && n <= math.MaxInt32
+	switch {
+	case !ok:
+		return 0, errNotInteger
+	case n < math.MinInt32 || n > math.MaxInt32:
+		return 0, "ERR value is out of range, value must between -2147483648 and 2147483647"
+	case n < 0 || n >= int64(len(s.store.dbs)):
+		return 0, errDBRange
+	}
+	return int(n), ""
 }
 
 // The conditions of EXPIRE and its kin (Redis 7's EXPIRE_NX and so on).
@@ -175,7 +180,7 @@ func cmdTTL(s *Server, sess *session, w replier, args [][]byte) {
 		w.WriteInt64(-1)
 		return
 	}
-	if name[len(name)-4:] == "time" {
+	if strings.HasSuffix(name, "time") {
 		if !ms {
 			at /= 1000
 		}

@@ -69,16 +69,12 @@ func cmdCopy(s *Server, sess *session, w replier, args [][]byte) {
 		case eq(args[i], "REPLACE"):
 			replace = true
 		case eq(args[i], "DB") && i+1 < len(args):
-			db, ok := parseDBIndex(args[i+1])
-			if !ok {
-				w.WriteError(errNotInteger)
+			db, msg := s.parseDB(args[i+1])
+			if msg != "" {
+				w.WriteError(msg)
 				return
 			}
-			if db < 0 || db >= int64(len(s.store.dbs)) {
-				w.WriteError(errDBRange)
-				return
-			}
-			dstDB = int(db)
+			dstDB = db
 			i++
 		default:
 			w.WriteError("ERR syntax error")
@@ -116,27 +112,23 @@ func cmdMove(s *Server, sess *session, w replier, args [][]byte) {
 		w.WriteError(msg)
 		return
 	}
-	db, ok := parseDBIndex(args[2])
-	if !ok {
-		w.WriteError(errNotInteger)
+	db, msg := s.parseDB(args[2])
+	if msg != "" {
+		w.WriteError(msg)
 		return
 	}
-	if db < 0 || db >= int64(len(s.store.dbs)) {
-		w.WriteError(errDBRange)
-		return
-	}
-	if int(db) == sess.db {
+	if db == sess.db {
 		w.WriteError(errSameObject)
 		return
 	}
 	key := string(args[1])
 	s.alone(sess, args[1:2], func() {
 		e := s.store.get(sess.db, key)
-		if e == nil || s.store.get(int(db), key) != nil {
+		if e == nil || s.store.get(db, key) != nil {
 			w.WriteInt64(0)
 			return
 		}
-		if s.relocate(sess, w, e, sess.db, key, int(db), key, true) {
+		if s.relocate(sess, w, e, sess.db, key, db, key, true) {
 			w.WriteInt64(1)
 		}
 	})
@@ -178,7 +170,7 @@ func (s *Server) relocate(sess *session, w replier, e *entry, srcDB int, src str
 	}
 	seq := e.seq
 	e.seq = 0
-	rec := recordBytes(dst, e)[8:]
+	rec := recordBytesLocked(dst, e)[8:]
 	e.seq = seq
 	if e.ordered() {
 		e.mu.Unlock()

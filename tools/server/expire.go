@@ -68,12 +68,12 @@ func (s *Server) expireCycle(budget time.Duration) int {
 	for i := 0; i < len(st.dbs); i++ {
 		db := (st.expiry.nextDB + i) % len(st.dbs)
 		for {
-			if time.Since(start) > budget {
+			sampled, expired := s.expireSample(db)
+			removed += expired
+			if time.Since(start) >= budget {
 				st.expiry.nextDB = db
 				return removed
 			}
-			sampled, expired := s.expireSample(db)
-			removed += expired
 			if sampled == 0 || expired*100 <= sampled*acceptableStale {
 				break
 			}

@@ -130,6 +130,9 @@ var tempFile = regexp.MustCompile(`^\.([0-9a-f]{32}\.ohbs|appendonly-[0-9a-f]{16
 
 func newStore(c Config) *store {
 	s := &store{dir: c.DataDir, logger: c.Logger, maxFilterBytes: c.MaxFilterBytes, now: time.Now}
+	if testStoreClock != nil {
+		s.now = testStoreClock
+	}
 	s.expiry.soon = make(chan struct{}, 1)
 	s.dbs = make([]*database, max(c.Databases, 1))
 	for i := range s.dbs {
@@ -144,6 +147,9 @@ func newStore(c Config) *store {
 	s.persist = c
 	return s
 }
+
+// testStoreClock, set by tests, is the clock of the stores New makes.
+var testStoreClock func() time.Time
 
 func orDefault(v, def uint64) uint64 {
 	if v == 0 {

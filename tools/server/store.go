@@ -296,8 +296,18 @@ func recordTo(w io.Writer, db int, name string, e *entry) (int64, error) {
 // recordBytes is e's record in memory, behind an 8-byte little-endian
 // length: a SCANDUMP's bytes.
 func recordBytes(name string, e *entry) []byte {
+	if e.ordered() {
+		e.mu.Lock()
+		defer e.mu.Unlock()
+	}
+	return recordBytesLocked(name, e)
+}
+
+// recordBytesLocked is recordBytes for a caller that holds e.mu of a CF or
+// RedisBloom key.
+func recordBytesLocked(name string, e *entry) []byte {
 	b := bytes.NewBuffer(make([]byte, 8, 8+recordFixed+len(name)+8+int(min(e.sizeBytes()+4096, 1<<40))))
-	recordTo(chunkedWriter{b}, -1, name, e) // a bytes.Buffer never fails a write
+	writeRecord(chunkedWriter{b}, name, e) // a bytes.Buffer never fails a write
 	out := b.Bytes()
 	binary.LittleEndian.PutUint64(out, uint64(len(out)-8))
 	return out
@@ -489,10 +499,13 @@ type store struct {
 	dumps   dumps
 	now     func() time.Time // the clock of expiries, replaced by tests
 	expiry  expiryStats
+	// testSkew, set by tests, moves the clock of expiries this many
+	// milliseconds ahead.
+	testSkew atomic.Int64
 }
 
 // nowMs is the time expiries are compared with, in Unix milliseconds.
-func (s *store) nowMs() int64 { return s.now().UnixMilli() }
+func (s *store) nowMs() int64 { return s.now().UnixMilli() + s.testSkew.Load() }
 
 // fileHash names a key's file: its XXH3-128 (seeded with its database, but
 // for database 0, whose files keep the names they had before there were
