@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"math/rand/v2"
@@ -617,4 +618,62 @@ func TestLoadsDataDirectoryOfVersion2(t *testing.T) {
 	s.Shutdown(context.Background())
 	_, addr = start(t, Config{DataDir: dir, AppendFsync: "always"})
 	check(addr)
+}
+
+// FuzzKeyRecord decodes arbitrary bytes as a key record (a data file's, of
+// any version): an error or a key, never a panic, and no more memory than
+// the bytes justify; a key decoded writes back, as version 3 with its
+// database and expiry, to a record that decodes to the same.
+func FuzzKeyRecord(f *testing.F) {
+	for _, k := range []kind{kindScalable, kindFixed, kindCounting} {
+		e := fuzzEntry(f, k)
+		e.expireAt.Store(4102444800123)
+		for _, db := range []int{-1, 0, 7} {
+			var b bytes.Buffer
+			if _, err := writeRecordIn(&b, db, "key", e); err != nil {
+				f.Fatal(err)
+			}
+			f.Add(b.Bytes())
+		}
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		before := allocated()
+		name, db, e, err := readRecord(bytes.NewReader(data))
+		if n := allocated() - before; n > 3<<20+8*uint64(len(data)) {
+			t.Fatalf("decoding %d bytes allocated %d", len(data), n)
+		}
+		if err != nil {
+			return
+		}
+		var b bytes.Buffer
+		if _, err := writeRecordIn(&b, db, name, e); err != nil {
+			t.Fatal(err)
+		}
+		name2, db2, e2, err := readRecord(&b)
+		if err != nil || name2 != name || db2 != db || e2.expireAt.Load() != e.expireAt.Load() || e2.kind != e.kind {
+			t.Fatalf("written back and read: %q %d %v, %v; was %q %d %v", name2, db2, e2, err, name, db, e)
+		}
+	})
+}
+
+// fuzzEntry is a small key of kind k with an item in it.
+func fuzzEntry(f *testing.F, k kind) *entry {
+	s, err := New(Config{Logger: discard()})
+	if err != nil {
+		f.Fatal(err)
+	}
+	var e *entry
+	switch k {
+	case kindScalable:
+		e, err = s.newBloom(bloomOptions{capacity: 10, errorRate: 0.01, expansion: 2})
+	case kindFixed:
+		e, err = s.newBloom(bloomOptions{capacity: 10, errorRate: 0.01, expansion: 2, nonScaling: true})
+	default:
+		e, err = s.newCounting(10)
+	}
+	if err != nil {
+		f.Fatal(err)
+	}
+	e.initSeed()
+	return e
 }
