@@ -62,6 +62,7 @@ package server
 //	                   held. The key's whole state, as a load's, so that
 //	                   replaying it is exact whatever the snapshot holds
 //	                   of either key.
+//	16 swap-databases  (no key) two databases, uvarints: SWAPDB
 //
 // A RedisBloom key's changes are numbered as a CF key's (store.go's
 // entry.mu): its growth and counts depend on the order of its adds, and a
@@ -118,6 +119,7 @@ const (
 	recExpire         = 13
 	recFlushDB        = 14
 	recPlace          = 15
+	recSwapDB         = 16
 
 	// maxDatabases bounds --databases, and the database a record names.
 	maxDatabases = 1 << 20
@@ -355,7 +357,7 @@ func begin[K ~string | ~[]byte](l *appendLog, kind byte, db int, key K) int {
 		l.buf = binary.AppendUvarint(l.buf, uint64(db))
 	}
 	l.buf = append(l.buf, kind)
-	if kind != recFlushAll && kind != recFlushDB {
+	if kind != recFlushAll && kind != recFlushDB && kind != recSwapDB {
 		l.buf = binary.AppendUvarint(l.buf, uint64(len(key)))
 		l.buf = append(l.buf, key...)
 	}
@@ -514,6 +516,19 @@ func (l *appendLog) appendFlushDB(db int) uint64 {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.seal(begin(l, recFlushDB, db, ""))
+}
+
+// appendSwapDB logs a SWAPDB of databases a and b, and runs swap (which
+// exchanges them) under the log's lock, so that a rotation falls wholly
+// before or after it.
+func (l *appendLog) appendSwapDB(a, b int, swap func()) uint64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	start := begin(l, recSwapDB, 0, "")
+	l.buf = binary.AppendUvarint(l.buf, uint64(a))
+	l.buf = binary.AppendUvarint(l.buf, uint64(b))
+	swap()
+	return l.seal(start)
 }
 
 // appendExpire logs when a key expires (at, Unix ms; 0 never).

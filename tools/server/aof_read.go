@@ -9,6 +9,7 @@ import (
 	"io"
 	"math"
 	"slices"
+	"sync/atomic"
 
 	"github.com/ohbloom/ohbloom"
 	"github.com/ohbloom/ohbloom/redisbloom"
@@ -22,7 +23,8 @@ import (
 // justify (a created filter is checked against maxFilterBytes first, as the
 // command that created it was).
 type replayer struct {
-	dbs            []*database // only their keys: load indexes them after
+	dbs            []*database    // only their keys: load indexes them after
+	ident          []atomic.Int64 // the store's: swaps exchange identities
 	maxFilterBytes uint64
 	body           []byte // reused for every record but loads
 }
@@ -315,10 +317,20 @@ func inDB(body []byte) (int, []byte, error) {
 		return 0, nil, fmt.Errorf("%w: bad database", errCorrupt)
 	}
 	switch body[1+k] {
-	case recInDB, recFlushAll:
+	case recInDB, recFlushAll, recSwapDB:
 		return 0, nil, fmt.Errorf("%w: a record of kind %d in a database", errCorrupt, body[1+k])
 	}
 	return int(db), body[1+k:], nil
+}
+
+// swap exchanges databases a and b, and their identities.
+func (rp *replayer) swap(a, b int) {
+	rp.dbs[a], rp.dbs[b] = rp.dbs[b], rp.dbs[a]
+	if rp.ident != nil {
+		ia, ib := rp.ident[a].Load(), rp.ident[b].Load()
+		rp.ident[a].Store(ib)
+		rp.ident[b].Store(ia)
+	}
 }
 
 // database is the keys of database db, or an error if the server has not
@@ -437,6 +449,20 @@ func (rp *replayer) apply(body []byte) error {
 	}
 	kind, rest := body[0], body[1:]
 	switch kind {
+	case recSwapDB:
+		a, k1 := binary.Uvarint(rest)
+		if k1 <= 0 {
+			return fmt.Errorf("%w: swap record", errCorrupt)
+		}
+		b, k2 := binary.Uvarint(rest[k1:])
+		if k2 <= 0 || k1+k2 != len(rest) || a >= maxDatabases || b >= maxDatabases {
+			return fmt.Errorf("%w: swap record", errCorrupt)
+		}
+		if _, err := rp.database(int(max(a, b))); err != nil {
+			return err
+		}
+		rp.swap(int(a), int(b))
+		return nil
 	case recFlushAll, recFlushDB:
 		if len(rest) != 0 {
 			return fmt.Errorf("%w: flush record with %d bytes", errCorrupt, len(rest))

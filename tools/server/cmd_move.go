@@ -2,6 +2,7 @@ package server
 
 import (
 	"bytes"
+	"math"
 	"slices"
 )
 
@@ -189,7 +190,7 @@ func (s *Server) relocate(sess *session, w replier, e *entry, srcDB int, src str
 	at := moved.expireAt.Load()
 	// The files' locks, in order, so that no save writes either key's
 	// file while it changes hands.
-	locks := []int{stripeIndex(srcDB, src), stripeIndex(dstDB, dst)}
+	locks := []int{st.stripeIndex(srcDB, src), st.stripeIndex(dstDB, dst)}
 	slices.Sort(locks)
 	locks = slices.Compact(locks)
 	for _, i := range locks {
@@ -252,4 +253,73 @@ func (s *Server) relocate(sess *session, w replier, e *entry, srcDB int, src str
 		return false
 	}
 	return true
+}
+
+// cmdSwapDB is SWAPDB index1 index2 (swapdbCommand): the two databases
+// exchange their keys, and each connection stays on its index, so sees the
+// other's. Their data files stay where they are: the databases exchange
+// identities (store.ident), which the log records and the next save's
+// manifest holds. It runs alone on the whole keyspace and between saves.
+func cmdSwapDB(s *Server, sess *session, w replier, args [][]byte) {
+	if msg := s.store.writeRefusal(); msg != "" {
+		w.WriteError(msg)
+		return
+	}
+	st := s.store
+	var ids [2]int
+	for i, which := range []string{"first", "second"} {
+		n, ok := parseLongLong(args[1+i])
+		if !ok || n < math.MinInt32 || n > math.MaxInt32 {
+			w.WriteError("ERR invalid " + which + " DB index")
+			return
+		}
+		ids[i] = int(n)
+	}
+	a, b := ids[0], ids[1]
+	if a < 0 || a >= len(st.dbs) || b < 0 || b >= len(st.dbs) {
+		w.WriteError(errDBRange)
+		return
+	}
+	if a == b {
+		w.WriteString("OK")
+		return
+	}
+	var pos uint64
+	run := func() {
+		st.saveMu.Lock()
+		defer st.saveMu.Unlock()
+		st.mu.Lock()
+		swap := func() {
+			st.dbs[a], st.dbs[b] = st.dbs[b], st.dbs[a]
+			ia, ib := st.ident[a].Load(), st.ident[b].Load()
+			st.ident[a].Store(ib)
+			st.ident[b].Store(ia)
+		}
+		if st.log != nil {
+			pos = st.log.appendSwapDB(a, b, swap)
+		} else {
+			swap()
+		}
+		st.mu.Unlock()
+		st.uploads.dropAll()
+	}
+	if sess.inExec {
+		run()
+	} else {
+		c := &claim{tx: true, list: true, change: true}
+		for i := range c.stripes {
+			c.stripes[i] = ^uint64(0)
+		}
+		s.iso.active.Add(1)
+		s.iso.acquire(c)
+		sess.withoutShard(s.barrier)
+		run()
+		s.iso.release(c)
+		s.iso.active.Add(-1)
+	}
+	if err := s.commit(sess, pos); err != nil {
+		w.WriteError(logFailed(err))
+		return
+	}
+	w.WriteString("OK")
 }

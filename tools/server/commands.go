@@ -76,6 +76,7 @@ func init() {
 		"renamenx":    {arity: 3, slow: true, run: cmdRename},
 		"copy":        {arity: -3, slow: true, run: cmdCopy},
 		"move":        {arity: 3, slow: true, run: cmdMove},
+		"swapdb":      {arity: 3, slow: true, run: cmdSwapDB},
 
 		"bgsave":   {arity: -1, run: cmdBgsave},
 		"lastsave": {arity: 1, run: func(s *Server, _ *session, w replier, _ [][]byte) { w.WriteInt64(s.store.lastSave.Load()) }},

@@ -209,6 +209,7 @@ var keySpecs = map[string]keySpec{
 	"renamenx": {keys: keysAll, create: true, delete: true, own: true},
 	"copy":     {keys: keysAll, create: true, delete: true, own: true},
 	"move":     {keys: keysFirst, create: true, delete: true, own: true},
+	"swapdb":   {keys: keysEvery, list: true, delete: true, own: true},
 
 	"bf.reserve": {keys: keysFirst, create: true}, "bf.add": {keys: keysFirst, create: true},
 	"bf.madd": {keys: keysFirst, create: true}, "bf.insert": {keys: keysFirst, create: true},

@@ -124,6 +124,12 @@ var keyspaceScript = [][]string{
 	// FLUSHDB empties one database, FLUSHALL all.
 	{"FLUSHDB"}, {"DBSIZE"}, {"KEYS", "*"}, {"SELECT", "2"}, {"DBSIZE"}, {"SELECT", "0"}, {"DBSIZE"},
 	{"FLUSHDB", "ASYNC"}, {"FLUSHDB", "FOO"}, {"SELECT", "2"}, {"DBSIZE"}, {"FLUSHALL"}, {"DBSIZE"},
+	// SWAPDB: each connection stays on its index.
+	{"SWAPDB", "0", "16"}, {"SWAPDB", "x", "1"}, {"SWAPDB", "1", "x"}, {"SWAPDB", "-1", "0"},
+	{"SWAPDB", "99999999999", "0"}, {"SWAPDB", "1", "1"}, {"SWAPDB", "1"},
+	{"make", "sw"}, {"EXPIRE", "sw", "500"}, {"SWAPDB", "0", "4"}, {"EXISTS", "sw"}, {"SELECT", "4"},
+	{"EXISTS", "sw"}, {"TTL", "sw"}, {"SWAPDB", "4", "0"}, {"EXISTS", "sw"}, {"SELECT", "0"}, {"EXISTS", "sw"},
+	{"SWAPDB", "0", "5"}, {"DBSIZE"}, {"SELECT", "5"}, {"DBSIZE"}, {"FLUSHALL"}, {"SELECT", "0"},
 	// Inside MULTI: SELECT and the commands after it.
 	{"make", "m"}, {"MULTI"}, {"SELECT", "3"}, {"EXISTS", "m"}, {"SELECT", "0"}, {"RENAME", "m", "m2"},
 	{"MOVE", "m2", "3"}, {"EXPIRE", "nope", "5"}, {"EXEC"}, {"EXISTS", "m2"}, {"SELECT", "3"}, {"EXISTS", "m2"},
@@ -346,7 +352,10 @@ func TestActiveExpiryFreesUntouchedKeys(t *testing.T) {
 
 // One sweep's work is bounded by its budget, however many keys are due.
 func TestExpiryCycleIsBounded(t *testing.T) {
-	s, _ := start(t, Config{})
+	s, err := New(Config{Logger: discard()}) // not serving: no sweep of its own
+	if err != nil {
+		t.Fatal(err)
+	}
 	st := s.store
 	st.mu.Lock()
 	past := time.Now().Add(-time.Hour).UnixMilli()
@@ -416,10 +425,14 @@ func keyspaceOps(seed uint64, n int) [][]string {
 			ops = append(ops, []string{"PERSIST", k})
 		case r < 88:
 			ops = append(ops, []string{"PEXPIRE", k, "0"}) // removes it
-		case r < 95:
+		case r < 93:
 			ops = append(ops, []string{"DEL", k})
+		case r < 95:
+			ops = append(ops, []string{"SWAPDB", strconv.Itoa(rng.IntN(3)), strconv.Itoa(rng.IntN(3))})
 		case r < 97:
 			ops = append(ops, []string{"FLUSHDB"})
+		case r < 97 && rng.IntN(2) == 0:
+			ops = append(ops, []string{"SWAPDB", strconv.Itoa(rng.IntN(3)), strconv.Itoa(rng.IntN(3))})
 		case r < 98:
 			ops = append(ops, []string{"FLUSHALL"})
 		default:
@@ -517,6 +530,7 @@ func TestKeyspaceInSnapshots(t *testing.T) {
 		{"SELECT", "3"}, {"BF.ADD", "a", "x"}, {"EXPIRE", "a", "100000"}, {"RENAME", "a", "b"},
 		{"CF.ADD", "c", "y"}, {"MOVE", "c", "15"}, {"BF.ADD", "short", "x"},
 		{"PEXPIREAT", "short", strconv.FormatInt(shortAt, 10)}, {"SELECT", "0"}, {"BF.ADD", "a", "z"},
+		{"SELECT", "5"}, {"BF.ADD", "swapped", "s"}, {"SWAPDB", "5", "6"},
 	} {
 		if got := c.run(t, cmd...); strings.HasPrefix(got, "-") {
 			t.Fatalf("%q: %q", cmd, got)
@@ -544,6 +558,9 @@ func TestKeyspaceInSnapshots(t *testing.T) {
 	}
 	if st.get(3, "a") != nil || st.get(0, "b") != nil {
 		t.Fatal("a key is in a database it is not in")
+	}
+	if e := st.get(6, "swapped"); e == nil || st.get(5, "swapped") != nil || !e.bloomTest([]byte("s")) {
+		t.Fatal("the key of database 5 is not in database 6 after SWAPDB 5 6, a save and a start")
 	}
 	s2.store.shutdown()
 	// Once short's time is up, a start drops it: its file says when.

@@ -135,8 +135,10 @@ func newStore(c Config) *store {
 	}
 	s.expiry.soon = make(chan struct{}, 1)
 	s.dbs = make([]*database, max(c.Databases, 1))
+	s.ident = make([]atomic.Int64, len(s.dbs))
 	for i := range s.dbs {
 		s.dbs[i] = newDatabase()
+		s.ident[i].Store(int64(i))
 	}
 	if s.logger == nil {
 		s.logger = slog.Default()
@@ -146,6 +148,40 @@ func newStore(c Config) *store {
 	s.dumps.init(orDefault(c.MaxDumpBytes, 2*maxDump), s)
 	s.persist = c
 	return s
+}
+
+// mapDatabases sets which database's files each database's keys are in,
+// as the manifest says: m maps a database to its identity, where the two
+// differ (SWAPDB).
+func (s *store) mapDatabases(m map[int]int) error {
+	seen := map[int]bool{}
+	for db, id := range m {
+		if db >= len(s.dbs) || id >= len(s.dbs) {
+			return fmt.Errorf("databases %d and %d were swapped, but the server has %d databases: start it with --databases %d or more", db, id, len(s.dbs), max(db, id)+1)
+		}
+		// A permutation: each identity once, and each taken from a
+		// database that has another.
+		if _, gave := m[id]; seen[id] || !gave || id == db {
+			return fmt.Errorf("%w: the databases' files are not a permutation of them", errManifest)
+		}
+		seen[id] = true
+	}
+	for db, id := range m {
+		s.ident[db].Store(int64(id))
+	}
+	return nil
+}
+
+// databaseMap is the identity of each database whose identity is not its
+// own, for the manifest.
+func (s *store) databaseMap() map[int]int {
+	m := map[int]int{}
+	for db := range s.ident {
+		if id := s.identOf(db); id != db {
+			m[db] = id
+		}
+	}
+	return m
 }
 
 // testStoreClock, set by tests, is the clock of the stores New makes.
@@ -257,6 +293,11 @@ func (s *store) load() error {
 			return fmt.Errorf("server: manifest %s: %w (moved away, the start replays every log segment, if they run without a gap)", manifestPath, err)
 		}
 	}
+	if ms != nil {
+		if err := s.mapDatabases(ms.dbmap); err != nil {
+			return fmt.Errorf("server: manifest %s: %w", manifestPath, err)
+		}
+	}
 	if err := s.loadRecords(records); err != nil {
 		return err
 	}
@@ -265,7 +306,7 @@ func (s *store) load() error {
 	if err != nil {
 		return err
 	}
-	rp := &replayer{dbs: s.dbs, maxFilterBytes: s.maxFilterBytes}
+	rp := &replayer{dbs: s.dbs, ident: s.ident, maxFilterBytes: s.maxFilterBytes}
 	type cut struct {
 		path string
 		size int64
@@ -591,6 +632,7 @@ func (s *store) save(force bool) error {
 	now := s.now().Unix()
 	st := s.man.state()
 	st.saved = now
+	st.dbmap = s.databaseMap()
 	if s.log != nil {
 		st.first = gen // the segments before it are in the snapshot
 	} else {
@@ -640,7 +682,7 @@ func (s *store) saveKey(db int, name string, e *entry) error {
 	}
 	path := s.path(db, name)
 	err := writeAtomic(path, func(w io.Writer) error {
-		_, err := recordTo(w, db, name, e)
+		_, err := recordTo(w, s.identOf(db), name, e)
 		return err
 	})
 	if err != nil {

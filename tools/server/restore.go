@@ -88,7 +88,7 @@ func (s *store) loadRecords(paths []string) error {
 					r.err = fmt.Errorf("server: data file %s: %w", paths[j], r.err)
 				} else if r.db >= len(s.dbs) {
 					r.err = fmt.Errorf("server: data file %s holds key %q of database %d, but the server has %d databases: start it with --databases %d or more", paths[j], r.key, r.db, len(s.dbs), r.db+1)
-				} else if want := s.path(r.db, r.key); filepath.Base(want) != filepath.Base(paths[j]) {
+				} else if want := s.pathOf(r.db, r.key); filepath.Base(want) != filepath.Base(paths[j]) {
 					r.err = fmt.Errorf("server: data file %s holds key %q, whose file is %s", paths[j], r.key, want)
 				}
 				if r.err != nil {
@@ -106,9 +106,15 @@ func (s *store) loadRecords(paths []string) error {
 		}
 	}
 	grown := false
+	// A file names its database's identity (store.ident): its keys are
+	// in the database that has it now.
+	index := make([]int, len(s.dbs))
+	for db := range s.dbs {
+		index[s.identOf(db)] = db
+	}
 	for _, r := range out {
 		r.e.onDisk = true
-		s.dbs[r.db].keys[r.key] = r.e
+		s.dbs[index[r.db]].keys[r.key] = r.e
 		grown = grown || r.e.kind == kindRedisBloom
 	}
 	if grown {

@@ -279,7 +279,7 @@ func TestGenericCommands(t *testing.T) {
 	if err := rdb.Do(ctx, "SELECT", 0).Err(); err != nil {
 		t.Fatal(err)
 	}
-	wantErr(t, rdb.Do(ctx, "SELECT", 1).Err(), "ERR DB index is out of range")
+	wantErr(t, rdb.Do(ctx, "SELECT", 16).Err(), "ERR DB index is out of range")
 }
 
 func TestAuth(t *testing.T) {

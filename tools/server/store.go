@@ -481,6 +481,13 @@ const DefaultDatabases = 16
 type store struct {
 	mu  sync.RWMutex
 	dbs []*database
+	// ident[i] is which database's files database i's keys are in: i
+	// itself until a SWAPDB exchanges two databases, which exchanges their
+	// identities and so moves no file. The data files say their keys'
+	// identity, the manifest the map as of the last save, and the log
+	// every swap since. It changes only under saveMu, in a SWAPDB that
+	// holds every key's latch.
+	ident []atomic.Int64
 
 	dir            string // "" keeps everything in memory
 	log            *appendLog
@@ -518,19 +525,25 @@ func fileHash(db int, name string) [16]byte {
 	return xxh3.HashString128Seed(name, uint64(db)).Bytes()
 }
 
-// path is the key's data file.
-func (s *store) path(db int, name string) string {
-	h := fileHash(db, name)
+// identOf is the identity of database db: whose files its keys are in.
+func (s *store) identOf(db int) int { return int(s.ident[db].Load()) }
+
+// path is the data file of the key of database db.
+func (s *store) path(db int, name string) string { return s.pathOf(s.identOf(db), name) }
+
+// pathOf is the data file of the key of the database of identity id.
+func (s *store) pathOf(id int, name string) string {
+	h := fileHash(id, name)
 	return filepath.Join(s.dir, hex.EncodeToString(h[:])+recordFileExt)
 }
 
 // stripeOf is the lock of the key's file.
 func (s *store) stripeOf(db int, name string) *sync.Mutex {
-	return &s.stripe[stripeIndex(db, name)]
+	return &s.stripe[s.stripeIndex(db, name)]
 }
 
-func stripeIndex(db int, name string) int {
-	h := fileHash(db, name)
+func (s *store) stripeIndex(db int, name string) int {
+	h := fileHash(s.identOf(db), name)
 	return int(h[0] % stripes)
 }
 
