@@ -330,10 +330,10 @@ func (s *Server) serve(ln net.Listener, secure bool) error {
 			close(s.saveDone) // what Shutdown waits for: nothing runs
 			return
 		}
+		go s.saveLoop()
 		s.mu.Lock()
 		s.loops = loops
 		s.mu.Unlock()
-		go s.saveLoop()
 	})
 	if s.startErr != nil {
 		ln.Close()
