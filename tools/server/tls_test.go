@@ -220,7 +220,12 @@ func TestTLSRefusalsLeaveNothing(t *testing.T) {
 	p := newTestPKI(t)
 	cfg := p.serverTLS()
 	cfg.HandshakeTimeout = 200 * time.Millisecond
-	s, plainAddr, tlsAddr := startTLS(t, p, Config{TLS: cfg, Password: "pw"})
+	s, _, tlsAddr := startTLS(t, p, Config{TLS: cfg, Password: "pw"})
+	// The refusals that need no timer run on a server whose handshakes
+	// may take an hour, far past the client's deadline: each must be
+	// closed at the bytes that give it away, not when a timeout runs out.
+	cfg.HandshakeTimeout = time.Hour
+	prompt, plainAddr, promptAddr := startTLS(t, p, Config{TLS: cfg, Password: "pw"})
 	// What the server said before it closed, read until EOF; a client
 	// deadline far past the handshake's, so that a server that never
 	// closes fails the test rather than hanging it.
@@ -264,7 +269,7 @@ func TestTLSRefusalsLeaveNothing(t *testing.T) {
 	})
 	t.Run("plaintext client on the TLS port", func(t *testing.T) {
 		base := runtime.NumGoroutine() // this subtest's own included
-		conn, err := net.Dial("tcp", tlsAddr)
+		conn, err := net.Dial("tcp", promptAddr)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -274,7 +279,7 @@ func TestTLSRefusalsLeaveNothing(t *testing.T) {
 		if got != plaintextOnTLSPort {
 			t.Fatalf("a plaintext client on the TLS port was answered %q, want %q", got, plaintextOnTLSPort)
 		}
-		settled(t, s, base)
+		settled(t, prompt, base)
 	})
 	t.Run("TLS client on the plaintext port", func(t *testing.T) {
 		base := runtime.NumGoroutine() // this subtest's own included
@@ -292,7 +297,7 @@ func TestTLSRefusalsLeaveNothing(t *testing.T) {
 		if got, _ := readAll(raw); got != "" {
 			t.Fatalf("after the refusal: %q", got)
 		}
-		settled(t, s, base)
+		settled(t, prompt, base)
 	})
 	t.Run("raw ClientHello on the plaintext port", func(t *testing.T) {
 		base := runtime.NumGoroutine() // this subtest's own included
@@ -306,11 +311,11 @@ func TestTLSRefusalsLeaveNothing(t *testing.T) {
 		if want := "-" + errTLSOnPlainPort.Error() + "\r\n"; got != want {
 			t.Fatalf("a ClientHello on the plaintext port was answered %q, want %q", got, want)
 		}
-		settled(t, s, base)
+		settled(t, prompt, base)
 	})
 	t.Run("no client certificate", func(t *testing.T) {
 		base := runtime.NumGoroutine() // this subtest's own included
-		conn, err := tls.Dial("tcp", tlsAddr, p.clientTLS(false))
+		conn, err := tls.Dial("tcp", promptAddr, p.clientTLS(false))
 		if err == nil {
 			// Under TLS 1.3 the client learns of the refusal at its
 			// first read.
@@ -323,11 +328,11 @@ func TestTLSRefusalsLeaveNothing(t *testing.T) {
 			t.Fatal("served without a client certificate")
 		}
 		t.Logf("refused: %v", err)
-		settled(t, s, base)
+		settled(t, prompt, base)
 	})
 	t.Run("a served client still is", func(t *testing.T) {
 		base := runtime.NumGoroutine() // this subtest's own included
-		conn, err := tls.Dial("tcp", tlsAddr, p.clientTLS(true))
+		conn, err := tls.Dial("tcp", promptAddr, p.clientTLS(true))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -341,7 +346,7 @@ func TestTLSRefusalsLeaveNothing(t *testing.T) {
 			}
 		}
 		conn.Close()
-		settled(t, s, base)
+		settled(t, prompt, base)
 	})
 }
 
