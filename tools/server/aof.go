@@ -1048,12 +1048,20 @@ func (l *appendLog) rotate() (uint64, error) {
 		// the blocks reserved past the end.
 		releaseReserve(l.f, end)
 	}
+	if l.reserveOn && nerr != nil {
+		// The blocks the old segment gave back may be what the new
+		// one lacked.
+		nres, nerr = growReserve(nf, nres, segmentHeader+reserveStep)
+	}
 	l.f.Close()
 	l.f, l.gen, l.size, l.syncedSize = nf, gen, segmentHeader, segmentHeader
 	l.genNow.Store(gen)
 	l.mu.Lock()
 	l.flushing, l.sticky, l.rotatedAt = false, false, b.end
 	l.old, l.base = nil, segmentHeader
+	if l.reserveOn {
+		l.resEnd, l.growErr = max(l.resEnd, nres), nerr
+	}
 	if carry {
 		l.putBackLocked(b, 0)
 		l.skip = 0 // the new segment holds none of them

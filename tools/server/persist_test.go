@@ -1206,3 +1206,54 @@ func TestEverysecWritersWaitForAStalledDisk(t *testing.T) {
 		t.Fatal("the waiting add was lost")
 	}
 }
+
+// A save's rotation on a disk with no room to reserve the new segment: a
+// change made while the rotation writes the old segment is not
+// acknowledged before its record is written (it is sure to fit in
+// neither segment's reservation), changes are not refused meanwhile,
+// and once the old segment gives back its reserved blocks the new one
+// takes them: changes are taken, and nothing acknowledged is lost.
+func TestRotationOnAFullDisk(t *testing.T) {
+	ctx := context.Background()
+	smallReserve(t)
+	dir := t.TempDir()
+	disk := useDisk(t, dir, 1<<30)
+	s, addr := start(t, Config{DataDir: dir, AppendFsync: "everysec", SaveInterval: -1, EventLoops: 1})
+	rdb := client(t, addr)
+	if err := rdb.BFAdd(ctx, "k", "before").Err(); err != nil {
+		t.Fatal(err)
+	}
+	l := s.store.log
+	l.flush(true)
+	disk.leave(2 << 10) // room for a segment's header, not for its reservation
+	held, release := holdLogWrites(t, nil)
+	saved := make(chan error, 1)
+	go func() { saved <- s.Save() }()
+	<-held
+	waitFor(t, "the rotation to write the old segment", func() bool {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		return l.old != nil
+	})
+	during := dial(t, addr)
+	during.Write([]byte("BF.ADD k during\r\n"))
+	waitFor(t, "the change to wait for the log", func() bool { return waitingOnLog(l) == 1 })
+	noReplyYet(t, during, "a change made during the rotation")
+	if info, _ := rdb.Info(ctx, "persistence").Result(); !strings.Contains(info, "aof_last_write_status:ok") {
+		t.Fatalf("INFO during the rotation: %q", info)
+	}
+	close(release)
+	expect(t, during, "", ":1\r\n")
+	<-saved // it may fail for lack of room: the disk is full
+	if err := rdb.BFAdd(ctx, "k", "after").Err(); err != nil {
+		t.Fatalf("a change after the rotation: %v", err)
+	}
+	l.flush(true)
+	testDisk.Store(nil)
+	_, again := startOn(t, crashCopy(t, dir), Config{})
+	for _, item := range []string{"before", "during", "after"} {
+		if ok, _ := again.BFExists(ctx, "k", item).Result(); !ok {
+			t.Fatalf("%s, acknowledged, is lost after kill -9", item)
+		}
+	}
+}

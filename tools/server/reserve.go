@@ -141,10 +141,15 @@ func (l *appendLog) refitLocked(buffered int64) {
 	}
 	pending := buffered - l.skip
 	need, res, growErr := l.base+pending, l.resEnd, l.growErr
-	if o := l.old; o != nil && o.base+pending-o.resEnd > need-res {
+	fits := need <= res
+	if o := l.old; o != nil {
+		// A rotation: changes are refused only for lack of room in the
+		// old segment; the new one tries again once the old one gives
+		// back its blocks.
 		need, res, growErr = o.base+pending, o.resEnd, o.growErr
+		fits = fits && need <= res
 	}
-	if need <= res {
+	if fits {
 		l.fitPos.Store(l.appended)
 	}
 	short := growErr != nil && need+reserveKeep > res
