@@ -1227,6 +1227,8 @@ func TestRotationOnAFullDisk(t *testing.T) {
 	l.flush(true)
 	disk.leave(2 << 10) // room for a segment's header, not for its reservation
 	held, release := holdLogWrites(t, nil)
+	let := sync.OnceFunc(func() { close(release) })
+	defer let() // a failure lets the save end before the server shuts down
 	saved := make(chan error, 1)
 	go func() { saved <- s.Save() }()
 	<-held
@@ -1242,7 +1244,7 @@ func TestRotationOnAFullDisk(t *testing.T) {
 	if info, _ := rdb.Info(ctx, "persistence").Result(); !strings.Contains(info, "aof_last_write_status:ok") {
 		t.Fatalf("INFO during the rotation: %q", info)
 	}
-	close(release)
+	let()
 	expect(t, during, "", ":1\r\n")
 	<-saved // it may fail for lack of room: the disk is full
 	if err := rdb.BFAdd(ctx, "k", "after").Err(); err != nil {
