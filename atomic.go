@@ -2,7 +2,6 @@ package ohbloom
 
 import (
 	"sync/atomic"
-	"unsafe"
 
 	"github.com/zeebo/xxh3"
 )
@@ -23,15 +22,15 @@ import (
 // The zero AtomicFilter is not usable; build one with NewAtomic,
 // NewAtomicWithConfig or Filter.ToAtomic.
 type AtomicFilter struct {
-	layout
+	core
 }
 
 // NewAtomic is New for an AtomicFilter: sized for n keys at rate p, with the
 // DefaultSeed, panicking on invalid parameters.
-func NewAtomic(n uint64, p float64) *AtomicFilter {
-	f, err := NewAtomicWithConfig(Config{Capacity: n, FPR: p})
+func NewAtomic[P Rate](n uint64, p P) *AtomicFilter {
+	f, err := NewAtomicWithConfig(Config{Capacity: n, FPR: float64(p)})
 	if err != nil {
-		panic(err)
+		panic(constructorPanic("NewAtomic", n, float64(p), err))
 	}
 	return f
 }
@@ -42,7 +41,7 @@ func NewAtomicWithConfig(c Config) (*AtomicFilter, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &AtomicFilter{f.layout}, nil
+	return &AtomicFilter{f.core}, nil
 }
 
 // Add inserts key. A key whose bits are all set writes nothing. A new key
@@ -53,87 +52,47 @@ func NewAtomicWithConfig(c Config) (*AtomicFilter, error) {
 // partition (see gen_probes.go). Add is one call, inlined into its caller,
 // as Filter.Add is (keyAtomicAdd).
 func (f *AtomicFilter) Add(key []byte) {
-	keyAtomicAdd(f.lay(), unsafe.SliceData(key), len(key))
+	keyAtomicAdd(f.raw(), bytesData(key), len(key))
 }
 
 // AddString inserts key, without converting it to a byte slice.
 func (f *AtomicFilter) AddString(key string) {
-	keyAtomicAdd(f.lay(), unsafe.StringData(key), len(key))
+	keyAtomicAdd(f.raw(), stringData(key), len(key))
 }
 
 // atomicAddKey hashes the n bytes at p and adds them to l, as addKey does
 // for Filter.
-func atomicAddKey(l *layout, p *byte, n int) {
-	h := xxh3.HashSeed(unsafe.Slice(p, n), l.seed)
+func atomicAddKey(l *core, p *byte, n int) {
+	h := xxh3.HashSeed(bytesAt(p, n), l.seed)
 	l.atomicAddBits(l.blockOf(h), residue(h))
 }
 
-// Test reports whether key may be in the filter. Like Filter.Test it
-// spells out the probe choice, to save a call level.
+// Test reports whether key may be in the filter.
 func (f *AtomicFilter) Test(key []byte) bool {
 	h := xxh3.HashSeed(key, f.seed)
-	if f.vec != nil {
-		return vecTest(f.blockOf(h), residue(h), f.vec)
-	}
-	return f.atomicTest(f.blockOf(h), residue(h))
+	return f.atomicTestBits(f.blockOf(h), residue(h))
 }
 
-// TestString is Test for a string key.
-func (f *AtomicFilter) TestString(key string) bool {
-	h := xxh3.HashStringSeed(key, f.seed)
-	if f.vec != nil {
-		return vecTest(f.blockOf(h), residue(h), f.vec)
-	}
-	return f.atomicTest(f.blockOf(h), residue(h))
-}
+// TestString is Test for a string key. It views the string's bytes,
+// which Test only reads, and inlines into its caller.
+func (f *AtomicFilter) TestString(key string) bool { return f.Test(stringBytes(key)) }
 
 // HashTest is Test that also returns the key's Hash, in one call, for
 // wrappers that sample or route by the hash (the metrics collector) and
 // would otherwise pay a second call to get it.
 func (f *AtomicFilter) HashTest(key []byte) (h uint64, present bool) {
 	h = xxh3.HashSeed(key, f.seed)
-	if f.vec != nil {
-		return h, vecTest(f.blockOf(h), residue(h), f.vec)
-	}
-	return h, f.atomicTest(f.blockOf(h), residue(h))
+	return h, f.atomicTestBits(f.blockOf(h), residue(h))
 }
 
-// HashTestString is HashTest for a string key.
+// HashTestString is HashTest for a string key, viewing its bytes as
+// TestString does.
 func (f *AtomicFilter) HashTestString(key string) (h uint64, present bool) {
-	h = xxh3.HashStringSeed(key, f.seed)
-	if f.vec != nil {
-		return h, vecTest(f.blockOf(h), residue(h), f.vec)
-	}
-	return h, f.atomicTest(f.blockOf(h), residue(h))
+	return f.HashTest(stringBytes(key))
 }
 
-// TestSampled is Test for wrappers that count a sample of their tests: it
-// also calls sample(present) when the key's Hash XOR salt, masked by mask,
-// is zero, one call in 2^b for a mask of b bits (a salt that changes now
-// and then spreads the sample over all keys). A counting wrapper built on
-// it makes one call into the filter, as a bare Test does, and the calls
-// that are not sampled run exactly Test's code. tools/metrics uses it.
-func (f *AtomicFilter) TestSampled(key []byte, salt, mask uint64, sample func(present bool)) bool {
-	h := xxh3.HashSeed(key, f.seed)
-	if (h^salt)&mask != 0 {
-		if f.vec != nil {
-			return vecTest(f.blockOf(h), residue(h), f.vec)
-		}
-		return f.atomicTest(f.blockOf(h), residue(h))
-	}
-	present := f.atomicTestBits(f.blockOf(h), residue(h))
-	sample(present)
-	return present
-}
-
-// TestSampledString is TestSampled for a string key. It views the string's
-// bytes, which TestSampled only reads, and inlines into its caller.
-func (f *AtomicFilter) TestSampledString(key string, salt, mask uint64, sample func(present bool)) bool {
-	return f.TestSampled(stringBytes(key), salt, mask, sample)
-}
-
-// TestAndAdd adds key and reports whether it may have been present before.
-// When several goroutines add the same new key at once, at least one of them
+// TestAndAdd adds key and reports whether it may have been present before,
+// as Filter.TestAndAdd does. When several goroutines add the same new key at once, at least one of them
 // gets false: a goroutine writes only when its read of the block found a
 // bit missing, and then it returns false.
 func (f *AtomicFilter) TestAndAdd(key []byte) bool {
@@ -153,29 +112,18 @@ func orMissing(p *uint64, m uint64) {
 	}
 }
 
-// orReportNew is orMissing that also reports whether this call set a bit
-// that was clear, judged on the value the OR replaced: of two goroutines
-// racing on the word only one can see the bits clear.
-func orReportNew(p *uint64, m uint64) bool {
-	return atomic.LoadUint64(p)&m != m && atomic.OrUint64(p, m)&m != m
-}
-
+// testAndAddHash adds the key whose hash is h. Either probe writes only
+// when its read of the block found a bit missing, and then reports false.
 func (f *AtomicFilter) testAndAddHash(h uint64) bool {
-	b, x := f.blockOf(h), residue(h)
-	// Either probe writes only when its read of the block found a bit
-	// missing, and then reports false.
-	if f.vec != nil {
-		return vecAtomicAdd(b, x, f.vec)
-	}
-	return f.atomicAdd(b, x)
+	return f.atomicAddBits(f.blockOf(h), residue(h))
 }
 
 // Union adds every key of other to f, word by word with atomic ORs, so it
 // may run while other goroutines use f. The filters must have the same
 // geometry and seed.
 func (f *AtomicFilter) Union(other *AtomicFilter) error {
-	if !f.compatible(&other.layout) {
-		return incompatible(&f.layout, &other.layout)
+	if !f.compatible(&other.core) {
+		return incompatible(&f.core, &other.core)
 	}
 	for i := range f.blocks {
 		for w := range blockWords {
@@ -191,8 +139,8 @@ func (f *AtomicFilter) Union(other *AtomicFilter) error {
 // atomic ANDs. A key added to f concurrently may lose bits and so be
 // forgotten: do not Add during Intersect.
 func (f *AtomicFilter) Intersect(other *AtomicFilter) error {
-	if !f.compatible(&other.layout) {
-		return incompatible(&f.layout, &other.layout)
+	if !f.compatible(&other.core) {
+		return incompatible(&f.core, &other.core)
 	}
 	for i := range f.blocks {
 		for w := range blockWords {
@@ -217,9 +165,9 @@ func (f *AtomicFilter) Reset() {
 }
 
 // Equal reports whether f and other have the same geometry, seed and bits.
-func (f *AtomicFilter) Equal(other *AtomicFilter) bool { return f.equalBits(&other.layout) }
+func (f *AtomicFilter) Equal(other *AtomicFilter) bool { return f.equalBits(&other.core) }
 
-// ToFilter returns a Filter holding a copy of f's bits, for single-goroutine
+// ToPlain returns a Filter holding a copy of f's bits, for single-goroutine
 // use or for comparing against one. Keys added during the copy may or may
 // not be in it.
-func (f *AtomicFilter) ToFilter() *Filter { return &Filter{f.clone()} }
+func (f *AtomicFilter) ToPlain() *Filter { return &Filter{f.clone()} }

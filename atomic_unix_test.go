@@ -8,6 +8,8 @@ import (
 	"syscall"
 	"testing"
 	"unsafe"
+
+	"github.com/ohbloom/ohbloom/internal/race"
 )
 
 // TestAtomicReaddWritesNothing: re-adding keys that are present must not
@@ -17,7 +19,7 @@ import (
 // write faults; re-adding every key must get through, and a new key must
 // fault, which shows the test can fail.
 func TestAtomicReaddWritesNothing(t *testing.T) {
-	if raceEnabled {
+	if race.Enabled {
 		t.Skip("the race detector cannot recover from a deliberate fault")
 	}
 	a := NewAtomic(1000, 0.01)

@@ -16,14 +16,19 @@ import "github.com/zeebo/xxh3"
 // larger than batchSize does not compile.
 const _ = uint(batchSize - prefetchDistance)
 
-// Hash returns the filter's hash of key: XXH3_64bits seeded with the
-// filter's seed. Filters with the same Seed share hashes whatever their size
-// and k, so a key hashed once can be routed to and probed in several of them
-// with AddHash and TestHash.
-func (l *layout) Hash(key []byte) uint64 { return xxh3.HashSeed(key, l.seed) }
+// Hash returns the hash of key that every filter of the given seed uses:
+// XXH3_64bits seeded with it. Filters with the same Seed share hashes
+// whatever their kind, size and k, so a key hashed once can be routed to
+// and probed in several of them with AddHash and TestHash. As in
+// hash/maphash's Bytes, the seed comes first.
+func Hash(seed uint64, key []byte) uint64 { return xxh3.HashSeed(key, seed) }
 
 // HashString is Hash for a string key.
-func (l *layout) HashString(key string) uint64 { return xxh3.HashStringSeed(key, l.seed) }
+func HashString(seed uint64, key string) uint64 { return xxh3.HashStringSeed(key, seed) }
+
+func (l *core) hash(key []byte) uint64 { return xxh3.HashSeed(key, l.seed) }
+
+func (l *core) hashString(key string) uint64 { return xxh3.HashStringSeed(key, l.seed) }
 
 // AddHash adds the key whose Hash is h.
 func (f *Filter) AddHash(h uint64) { f.addBits(f.blockOf(h), residue(h)) }
@@ -65,42 +70,42 @@ func (f *AtomicFilter) TestHashes(hs []uint64, results []bool) {
 // AddBatch adds keys. Once the filter outgrows the caches it is several
 // times faster than Add in a loop, because it keeps the cache misses of
 // many keys in flight together.
-func (f *Filter) AddBatch(keys [][]byte) { runKeys(&f.layout, keys, opAdd, nil) }
+func (f *Filter) AddBatch(keys [][]byte) { runKeys(&f.core, keys, opAdd, nil) }
 
 // AddBatchStrings is AddBatch for string keys.
 func (f *Filter) AddBatchStrings(keys []string) {
-	runKeys(&f.layout, keys, opAdd, nil)
+	runKeys(&f.core, keys, opAdd, nil)
 }
 
 // TestBatch tests keys and writes the answers to results[i], without
 // allocating. It panics if results is shorter than keys.
 func (f *Filter) TestBatch(keys [][]byte, results []bool) {
-	runKeys(&f.layout, keys, opTest, results)
+	runKeys(&f.core, keys, opTest, results)
 }
 
 // TestBatchStrings is TestBatch for string keys.
 func (f *Filter) TestBatchStrings(keys []string, results []bool) {
-	runKeys(&f.layout, keys, opTest, results)
+	runKeys(&f.core, keys, opTest, results)
 }
 
 // AddBatch adds keys, as Filter.AddBatch does, with atomic ORs.
 func (f *AtomicFilter) AddBatch(keys [][]byte) {
-	runKeys(&f.layout, keys, opAtomicAdd, nil)
+	runKeys(&f.core, keys, opAtomicAdd, nil)
 }
 
 // AddBatchStrings is AddBatch for string keys.
 func (f *AtomicFilter) AddBatchStrings(keys []string) {
-	runKeys(&f.layout, keys, opAtomicAdd, nil)
+	runKeys(&f.core, keys, opAtomicAdd, nil)
 }
 
 // TestBatch tests keys as Filter.TestBatch does.
 func (f *AtomicFilter) TestBatch(keys [][]byte, results []bool) {
-	runKeys(&f.layout, keys, opAtomicTest, results)
+	runKeys(&f.core, keys, opAtomicTest, results)
 }
 
 // TestBatchStrings is TestBatch for string keys.
 func (f *AtomicFilter) TestBatchStrings(keys []string, results []bool) {
-	runKeys(&f.layout, keys, opAtomicTest, results)
+	runKeys(&f.core, keys, opAtomicTest, results)
 }
 
 // op is what a batched call does to each key.
@@ -117,9 +122,8 @@ const (
 // probes window w of batchSize hashes while it prefetches prefetchDistance
 // keys ahead and hashes window w+1, a step of prefetchStep keys at a time:
 // hashing a whole window between two runs of probes would leave the memory
-// idle meanwhile (on a 1.25 GB filter that cost 36 ns a key against 18 for
-// TestHashes).
-func runKeys[K []byte | string](l *layout, keys []K, op op, results []bool) {
+// idle meanwhile (docs/design.md, "Batches").
+func runKeys[K []byte | string](l *core, keys []K, op op, results []bool) {
 	if op == opTest || op == opAtomicTest {
 		results = results[:len(keys)]
 	}
@@ -151,7 +155,7 @@ func runKeys[K []byte | string](l *layout, keys []K, op op, results []bool) {
 
 // prefetchAhead prefetches the blocks of the prefetchStep keys that come
 // prefetchDistance after key i of cur, in cur and then in next.
-func (l *layout) prefetchAhead(cur, next []uint64, i int) {
+func (l *core) prefetchAhead(cur, next []uint64, i int) {
 	n := len(cur)
 	ahead, end := i+prefetchDistance, i+prefetchDistance+prefetchStep
 	if ahead < n {
@@ -164,7 +168,7 @@ func (l *layout) prefetchAhead(cur, next []uint64, i int) {
 
 // probeRolling probes the keys of cur, whose first prefetchDistance blocks
 // are (being) fetched, prefetching as it goes.
-func (l *layout) probeRolling(op op, cur, next []uint64, results []bool) {
+func (l *core) probeRolling(op op, cur, next []uint64, results []bool) {
 	for i := 0; i < len(cur); i += prefetchStep {
 		l.prefetchAhead(cur, next, i)
 		l.probeWindow(op, cur[i:min(len(cur), i+prefetchStep)], results[min(len(results), i):])
@@ -172,9 +176,9 @@ func (l *layout) probeRolling(op op, cur, next []uint64, results []bool) {
 }
 
 // goHashWindow hashes keys into hs with xxh3, where hashWindow has no
-// assembly hash (vector_other.go) and for the keys too long for it
-// (vector_amd64.go). The type switch, once a window, lets the loops call
-// xxh3 directly: through a function value, the call per key cost 1-2 ns.
+// assembly hash (probe_other.go) and for the keys too long for it
+// (keyhash_amd64.go). The type switch, once a window, lets the loops call
+// xxh3 directly, where a function value would cost a call per key.
 func goHashWindow[K []byte | string](hs []uint64, keys []K, seed uint64) {
 	switch ks := any(keys).(type) {
 	case [][]byte:
@@ -189,7 +193,7 @@ func goHashWindow[K []byte | string](hs []uint64, keys []K, seed uint64) {
 }
 
 // runHashes is runKeys for keys already hashed.
-func (l *layout) runHashes(hs []uint64, op op, results []bool) {
+func (l *core) runHashes(hs []uint64, op op, results []bool) {
 	if op == opTest || op == opAtomicTest {
 		results = results[:len(hs)]
 	}
@@ -203,7 +207,7 @@ func (l *layout) runHashes(hs []uint64, op op, results []bool) {
 
 // probeWindow applies op to the keys of hs, whose blocks are (being)
 // fetched, writing results[i] for the tests.
-func (l *layout) probeWindow(op op, hs []uint64, results []bool) {
+func (l *core) probeWindow(op op, hs []uint64, results []bool) {
 	if l.vec != nil {
 		// One assembly call for the step (vecTestHashes): the vector
 		// probe reads each word whole, as an atomic load does, so it
@@ -236,5 +240,88 @@ func (l *layout) probeWindow(op op, hs []uint64, results []bool) {
 		for i, h := range hs {
 			results[i] = l.atomicTestBits(l.blockOf(h), residue(h))
 		}
+	}
+}
+
+// The counting filters' batched calls run the pipeline of Filter's
+// (batch.go): windows of keys hashed with the single-key calls' hash, the
+// blocks of the keys ahead prefetched while the current ones are probed.
+// A counting filter's block is one cache line, picked by the same
+// multiply, so the same prefetch serves; only the probe differs.
+
+// TestBatch tests keys and writes the answers to results[i], without
+// allocating. It panics if results is shorter than keys.
+func (f *CountingFilter) TestBatch(keys [][]byte, results []bool) {
+	testCountingKeys(&f.countingCore, keys, results)
+}
+
+// TestBatchStrings is TestBatch for string keys.
+func (f *CountingFilter) TestBatchStrings(keys []string, results []bool) {
+	testCountingKeys(&f.countingCore, keys, results)
+}
+
+// TestBatch tests keys as CountingFilter.TestBatch does.
+func (f *AtomicCountingFilter) TestBatch(keys [][]byte, results []bool) {
+	testCountingKeys(&f.countingCore, keys, results)
+}
+
+// TestBatchStrings is TestBatch for string keys.
+func (f *AtomicCountingFilter) TestBatchStrings(keys []string, results []bool) {
+	testCountingKeys(&f.countingCore, keys, results)
+}
+
+// testCountingKeys is runKeys's test for a counting filter, step for
+// step. A counting filter's tests read the counters with atomic loads, so
+// that the plain and the atomic filter share it.
+func testCountingKeys[K []byte | string](l *countingCore, keys []K, results []bool) {
+	results = results[:len(keys)]
+	if len(keys) == 0 {
+		return
+	}
+	// The hash of Filter's batches reads the seed, folded into XXH3's
+	// secret, from a core: this one holds nothing else.
+	var hasher core
+	hasher.seed = l.seed
+	hasher.secret.fold(l.seed)
+	var ring [2][batchSize]uint64
+	cur := ring[0][:min(batchSize, len(keys))]
+	hashWindow(&hasher, cur, keys[:len(cur)])
+	l.prefetch(cur[:min(prefetchDistance, len(cur))])
+	for w := 0; len(cur) > 0; w++ {
+		from := min(len(keys), (w+1)*batchSize)
+		next := ring[(w+1)%2][:min(batchSize, len(keys)-from)]
+		nextKeys := keys[from : from+len(next)]
+		n := len(cur)
+		for i := 0; i < n; i += prefetchStep {
+			l.prefetchAhead(cur, next, i)
+			if i < len(next) {
+				end := min(len(next), i+prefetchStep)
+				hashWindow(&hasher, next[i:end], nextKeys[i:end])
+			}
+			l.probeWindow(cur[i:min(n, i+prefetchStep)], results[min(len(results), w*batchSize+i):])
+		}
+		cur = next
+	}
+}
+
+// prefetchAhead is core.prefetchAhead for a counting filter's blocks.
+func (l *countingCore) prefetchAhead(cur, next []uint64, i int) {
+	n := len(cur)
+	ahead, end := i+prefetchDistance, i+prefetchDistance+prefetchStep
+	if ahead < n {
+		l.prefetch(cur[ahead:min(n, end)])
+	}
+	if lo, hi := min(len(next), max(0, ahead-n)), min(len(next), end-n); lo < hi {
+		l.prefetch(next[lo:hi])
+	}
+}
+
+// probeWindow tests the keys of hs, whose blocks are (being) fetched,
+// writing results[i]. It reads the counters with atomic loads, which serve
+// both twins.
+func (l *countingCore) probeWindow(hs []uint64, results []bool) {
+	results = results[:len(hs)]
+	for i, h := range hs {
+		results[i] = l.testHash(h)
 	}
 }

@@ -49,16 +49,16 @@ func TestBatchMatchesSingle(t *testing.T) {
 			hf, ha := New(uint64(len(keys)), 0.01), NewAtomic(uint64(len(keys)), 0.01)
 			hs := make([]uint64, n)
 			for i, k := range keys[:n] {
-				hs[i] = hf.Hash(k)
-				if hs[i] != ha.HashString(string(k)) {
+				hs[i] = Hash(hf.Seed(), k)
+				if hs[i] != HashString(ha.Seed(), string(k)) {
 					t.Fatal("Hash and HashString differ")
 				}
 			}
 			hf.AddHashes(hs)
 			ha.AddHashes(hs)
 			for name, g := range map[string]*Filter{"Filter.AddBatch": f, "Filter.AddBatchStrings": fs,
-				"AtomicFilter.AddBatch": a.ToFilter(), "AtomicFilter.AddBatchStrings": as.ToFilter(),
-				"Filter.AddHashes": hf, "AtomicFilter.AddHashes": ha.ToFilter()} {
+				"AtomicFilter.AddBatch": a.ToPlain(), "AtomicFilter.AddBatchStrings": as.ToPlain(),
+				"Filter.AddHashes": hf, "AtomicFilter.AddHashes": ha.ToPlain()} {
 				if !g.Equal(ref) {
 					t.Errorf("%s sets other bits than Add", name)
 				}
@@ -71,7 +71,7 @@ func TestBatchMatchesSingle(t *testing.T) {
 			}
 			all := make([]uint64, len(keys))
 			for i, k := range keys {
-				all[i] = ref.Hash(k)
+				all[i] = Hash(ref.Seed(), k)
 			}
 			aref := ref.ToAtomic()
 			got := make([]bool, len(keys)+3) // longer than needed is fine
@@ -202,8 +202,8 @@ func TestHashWindowIsXXH3(t *testing.T) {
 			hs, hstr := make([]uint64, len(keys)), make([]uint64, len(keys))
 			for at := 0; at < len(keys); at += window {
 				end := min(len(keys), at+window)
-				hashWindow(&f.layout, hs[at:end], keys[at:end])
-				hashWindow(&f.layout, hstr[at:end], strs[at:end])
+				hashWindow(&f.core, hs[at:end], keys[at:end])
+				hashWindow(&f.core, hstr[at:end], strs[at:end])
 			}
 			for i, k := range keys {
 				want := xxh3.HashSeed(k, seed)

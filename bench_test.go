@@ -1,22 +1,17 @@
 package ohbloom
 
 import (
-	"encoding/binary"
 	"fmt"
 	"sync"
 	"sync/atomic"
 	"testing"
+
+	"github.com/ohbloom/ohbloom/internal/testkeys"
 )
 
-// benchKey writes key i of the benchmarks into buf: 16 bytes of a bijective
-// mix of i, generated on the fly so that 10^8 keys cost no memory. Keys
-// below n are added; queries from n up are absent.
-func benchKey(buf *[16]byte, i uint64) []byte {
-	binary.LittleEndian.PutUint64(buf[:], mix(i))
-	binary.LittleEndian.PutUint64(buf[8:], i)
-	return buf[:]
-}
-
+// The benchmarks' keys are testkeys.Key16's, generated on the fly so that
+// 10^8 keys cost no memory. Keys below n are added; queries from n up are
+// absent.
 var benchSizes = []uint64{1e4, 1e6, 1e8}
 
 func BenchmarkFilter(b *testing.B) {
@@ -27,14 +22,14 @@ func BenchmarkFilter(b *testing.B) {
 		f := New(n, 0.01)
 		var buf [16]byte
 		for i := range n {
-			f.Add(benchKey(&buf, i))
+			f.Add(testkeys.Key16(&buf, i))
 		}
 		prefix := fmt.Sprintf("n=%.0e/p=0.01", float64(n))
 		b.Run(prefix+"/add", func(b *testing.B) {
 			b.ReportAllocs()
 			i := uint64(0)
 			for b.Loop() {
-				f.Add(benchKey(&buf, i%n))
+				f.Add(testkeys.Key16(&buf, i%n))
 				i++
 			}
 		})
@@ -42,7 +37,7 @@ func BenchmarkFilter(b *testing.B) {
 			b.ReportAllocs()
 			i, hits := uint64(0), 0
 			for b.Loop() {
-				if f.Test(benchKey(&buf, i%n)) {
+				if f.Test(testkeys.Key16(&buf, i%n)) {
 					hits++
 				}
 				i++
@@ -55,7 +50,7 @@ func BenchmarkFilter(b *testing.B) {
 			b.ReportAllocs()
 			i, fp := uint64(0), 0
 			for b.Loop() {
-				if f.Test(benchKey(&buf, n+i)) {
+				if f.Test(testkeys.Key16(&buf, n+i)) {
 					fp++
 				}
 				i++
@@ -106,7 +101,7 @@ func BenchmarkParallel(b *testing.B) {
 				var buf [16]byte
 				i := next.Add(1 << 32)
 				for pb.Next() {
-					im.add(benchKey(&buf, i%n))
+					im.add(testkeys.Key16(&buf, i%n))
 					i++
 				}
 			})
@@ -116,7 +111,7 @@ func BenchmarkParallel(b *testing.B) {
 				var buf [16]byte
 				i := next.Add(1 << 32)
 				for pb.Next() {
-					im.test(benchKey(&buf, i))
+					im.test(testkeys.Key16(&buf, i))
 					i++
 				}
 			})
@@ -127,9 +122,9 @@ func BenchmarkParallel(b *testing.B) {
 				i := next.Add(1 << 32)
 				for pb.Next() {
 					if i%10 == 0 {
-						im.add(benchKey(&buf, i%n))
+						im.add(testkeys.Key16(&buf, i%n))
 					} else {
-						im.test(benchKey(&buf, i))
+						im.test(testkeys.Key16(&buf, i))
 					}
 					i++
 				}
@@ -148,35 +143,35 @@ func BenchmarkCounting(b *testing.B) {
 	plain, counting := New(n, 0.01), NewCounting(n, 0.01)
 	var buf [16]byte
 	for i := range uint64(n) {
-		plain.Add(benchKey(&buf, i))
-		counting.Add(benchKey(&buf, i))
+		plain.Add(testkeys.Key16(&buf, i))
+		counting.Add(testkeys.Key16(&buf, i))
 	}
 	b.Run("filter=plain/op=add", func(b *testing.B) {
 		i := uint64(0)
 		for b.Loop() {
-			plain.Add(benchKey(&buf, i%n))
+			plain.Add(testkeys.Key16(&buf, i%n))
 			i++
 		}
 	})
 	b.Run("filter=plain/op=test", func(b *testing.B) {
 		i := uint64(0)
 		for b.Loop() {
-			plain.Test(benchKey(&buf, i%n))
+			plain.Test(testkeys.Key16(&buf, i%n))
 			i++
 		}
 	})
 	b.Run("filter=counting/op=test", func(b *testing.B) {
 		i := uint64(0)
 		for b.Loop() {
-			counting.Test(benchKey(&buf, i%n))
+			counting.Test(testkeys.Key16(&buf, i%n))
 			i++
 		}
 	})
 	b.Run("filter=counting/op=add-remove", func(b *testing.B) {
 		i := uint64(0)
 		for b.Loop() {
-			counting.Add(benchKey(&buf, n+i%n))
-			counting.Remove(benchKey(&buf, n+i%n))
+			counting.Add(testkeys.Key16(&buf, n+i%n))
+			counting.Remove(testkeys.Key16(&buf, n+i%n))
 			i++
 		}
 	})
@@ -193,8 +188,8 @@ func BenchmarkScalable(b *testing.B) {
 	s, right := NewScalable(n/100, 0.01), New(n, 0.01)
 	var buf [16]byte
 	for i := range uint64(n) {
-		s.Add(benchKey(&buf, i))
-		right.Add(benchKey(&buf, i))
+		s.Add(testkeys.Key16(&buf, i))
+		right.Add(testkeys.Key16(&buf, i))
 	}
 	for _, c := range []struct {
 		name string
@@ -203,14 +198,14 @@ func BenchmarkScalable(b *testing.B) {
 		b.Run("filter="+c.name+"/op=test-hit", func(b *testing.B) {
 			i := uint64(0)
 			for b.Loop() {
-				c.test(benchKey(&buf, i%n))
+				c.test(testkeys.Key16(&buf, i%n))
 				i++
 			}
 		})
 		b.Run("filter="+c.name+"/op=test-miss", func(b *testing.B) {
 			i := uint64(0)
 			for b.Loop() {
-				c.test(benchKey(&buf, n+i))
+				c.test(testkeys.Key16(&buf, n+i))
 				i++
 			}
 		})

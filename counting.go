@@ -1,13 +1,10 @@
 package ohbloom
 
 import (
-	"errors"
 	"io"
-	"math"
 	"math/bits"
 	"sync/atomic"
 
-	"github.com/ohbloom/ohbloom/internal/fpr"
 	"github.com/zeebo/xxh3"
 )
 
@@ -16,13 +13,10 @@ import (
 // and a decrement could make a present key absent.
 const maxCount = 15
 
-// ErrNotPresent is returned by Remove for a key the filter says is absent.
-var ErrNotPresent = errors.New("ohbloom: key not in the filter")
-
-// countingLayout is what the two counting filters share: the geometry and
+// countingCore is what the two counting filters share: the geometry and
 // the counters, 128 4-bit counters to a 64-byte block, counter c of a block
 // in bits 4(c%16)..4(c%16)+3 of word c/16.
-type countingLayout struct {
+type countingCore struct {
 	blocks  []block
 	nblocks uint64
 	seed    uint64
@@ -41,7 +35,7 @@ type countingPart struct {
 	offset uint32
 }
 
-func (l *countingLayout) setGeometry(nblocks uint64, k int) {
+func (l *countingCore) setGeometry(nblocks uint64, k int) {
 	l.nblocks, l.k = nblocks, k
 	offset := uint32(0)
 	for i, s := range counterPartitionSizes[k] {
@@ -52,7 +46,7 @@ func (l *countingLayout) setGeometry(nblocks uint64, k int) {
 
 // counters returns the block of a hash and the index of its k counters
 // there, ascending.
-func (l *countingLayout) counters(h uint64) (*block, [maxCountingK]uint32) {
+func (l *countingCore) counters(h uint64) (*block, [maxCountingK]uint32) {
 	i, _ := bits.Mul64(h, l.nblocks)
 	x := residue(h)
 	var c [maxCountingK]uint32
@@ -67,15 +61,15 @@ func nibble(b *block, c uint32) uint64 { return atomic.LoadUint64(&b[c/16]) >> (
 
 // newCountingLayout builds a counting filter's layout from c, sized with the
 // counter partition tables.
-func newCountingLayout(c Config) (countingLayout, error) {
+func newCountingLayout(c Config) (countingCore, error) {
 	nblocks, k, seed, err := c.geometry(counterTable)
 	if err == nil {
 		err = checkMemory(nblocks)
 	}
 	if err != nil {
-		return countingLayout{}, err
+		return countingCore{}, err
 	}
-	l := countingLayout{seed: seed, capacity: c.Capacity, targetFPR: c.FPR}
+	l := countingCore{seed: seed, capacity: c.Capacity, targetFPR: c.FPR}
 	l.setGeometry(nblocks, k)
 	l.blocks = alignedBlocks(nblocks)
 	return l, nil
@@ -92,16 +86,16 @@ func newCountingLayout(c Config) (countingLayout, error) {
 // counters and can make them absent: a false negative. That is true of
 // every counting filter; remove only keys you added.
 type CountingFilter struct {
-	countingLayout
+	countingCore
 }
 
 // NewCounting returns a CountingFilter for n keys at false positive rate p,
 // sized like New by the exact rate of its block shape. It panics on invalid
 // parameters; NewCountingWithConfig returns errors.
-func NewCounting(n uint64, p float64) *CountingFilter {
-	f, err := NewCountingWithConfig(Config{Capacity: n, FPR: p})
+func NewCounting[P Rate](n uint64, p P) *CountingFilter {
+	f, err := NewCountingWithConfig(Config{Capacity: n, FPR: float64(p)})
 	if err != nil {
-		panic(err)
+		panic(constructorPanic("NewCounting", n, float64(p), err))
 	}
 	return f
 }
@@ -122,9 +116,12 @@ func (f *CountingFilter) Add(key []byte) { f.addHash(xxh3.HashSeed(key, f.seed))
 // AddString is Add for a string key.
 func (f *CountingFilter) AddString(key string) { f.addHash(xxh3.HashStringSeed(key, f.seed)) }
 
-func (f *CountingFilter) addHash(h uint64) {
-	b, cs := f.counters(h)
-	for _, c := range cs[:f.k] {
+func (f *CountingFilter) addHash(h uint64) { f.plainAdd(h) }
+
+// plainAdd is CountingFilter's add, on the core for the batched calls.
+func (l *countingCore) plainAdd(h uint64) {
+	b, cs := l.counters(h)
+	for _, c := range cs[:l.k] {
 		if shift := 4 * (c % 16); b[c/16]>>shift&0xF < maxCount {
 			b[c/16] += 1 << shift
 		}
@@ -154,6 +151,18 @@ func (f *CountingFilter) removeHash(h uint64) error {
 	return nil
 }
 
+// Seed returns the hash seed.
+func (l *countingCore) Seed() uint64 { return l.seed }
+
+// CountHash is Count for the key whose Hash is h.
+func (l *countingCore) CountHash(h uint64) uint8 { return l.countHash(h) }
+
+// AddHash counts in the key whose Hash is h.
+func (f *CountingFilter) AddHash(h uint64) { f.addHash(h) }
+
+// RemoveHash counts out the key whose Hash is h, as Remove does.
+func (f *CountingFilter) RemoveHash(h uint64) error { return f.removeHash(h) }
+
 // Test reports whether key may be in the filter.
 func (f *CountingFilter) Test(key []byte) bool { return f.testHash(xxh3.HashSeed(key, f.seed)) }
 
@@ -162,13 +171,13 @@ func (f *CountingFilter) TestString(key string) bool {
 	return f.testHash(xxh3.HashStringSeed(key, f.seed))
 }
 
-func (l *countingLayout) testHash(h uint64) bool { return l.countHash(h) > 0 }
+func (l *countingCore) testHash(h uint64) bool { return l.countHash(h) > 0 }
 
 // Count estimates how many times key was added (minus removed): the
 // smallest of its counters, an upper bound, and 15 at most.
-func (l *countingLayout) Count(key []byte) uint8 { return l.countHash(xxh3.HashSeed(key, l.seed)) }
+func (l *countingCore) Count(key []byte) uint8 { return l.countHash(xxh3.HashSeed(key, l.seed)) }
 
-func (l *countingLayout) countHash(h uint64) uint8 {
+func (l *countingCore) countHash(h uint64) uint8 {
 	b, cs := l.counters(h)
 	least := uint64(maxCount)
 	for _, c := range cs[:l.k] {
@@ -178,23 +187,23 @@ func (l *countingLayout) countHash(h uint64) uint8 {
 }
 
 // K returns the number of counters each key increments.
-func (l *countingLayout) K() int { return l.k }
+func (l *countingCore) K() int { return l.k }
 
 // Blocks returns the number of 64-byte blocks.
-func (l *countingLayout) Blocks() uint64 { return l.nblocks }
+func (l *countingCore) Blocks() uint64 { return l.nblocks }
 
 // Counters returns the number of counters.
-func (l *countingLayout) Counters() uint64 { return l.nblocks * countersPerBlock }
+func (l *countingCore) Counters() uint64 { return l.nblocks * countersPerBlock }
 
 // SizeBytes returns the memory the counters occupy.
-func (l *countingLayout) SizeBytes() uint64 { return l.nblocks * blockBytes }
+func (l *countingCore) SizeBytes() uint64 { return l.nblocks * blockBytes }
 
 // Capacity returns the number of keys the filter was sized for.
-func (l *countingLayout) Capacity() uint64 { return l.capacity }
+func (l *countingCore) Capacity() uint64 { return l.capacity }
 
 // countNibbles returns the number of counters that are not zero and the
 // number stuck at 15.
-func (l *countingLayout) countNibbles() (nonzero, saturated uint64) {
+func (l *countingCore) countNibbles() (nonzero, saturated uint64) {
 	const low = 0x1111111111111111
 	for i := range l.blocks {
 		for w := range blockWords {
@@ -209,27 +218,27 @@ func (l *countingLayout) countNibbles() (nonzero, saturated uint64) {
 }
 
 // Saturated returns the number of counters stuck at 15.
-func (l *countingLayout) Saturated() uint64 {
+func (l *countingCore) Saturated() uint64 {
 	_, s := l.countNibbles()
 	return s
 }
 
 // FillRatio returns the fraction of counters that are not zero.
-func (l *countingLayout) FillRatio() float64 {
+func (l *countingCore) FillRatio() float64 {
 	n, _ := l.countNibbles()
 	return float64(n) / float64(l.Counters())
 }
 
 // EstimatedCount estimates the number of distinct keys in the filter from
 // the counters that are not zero.
-func (l *countingLayout) EstimatedCount() uint64 {
+func (l *countingCore) EstimatedCount() uint64 {
 	n, _ := l.countNibbles()
 	return counterTable.estimateCount(n, l.nblocks, l.k)
 }
 
 // EstimatedFPR returns the probability that a key not in the filter tests
 // positive now, computed from the counters as Filter.EstimatedFPR is.
-func (l *countingLayout) EstimatedFPR() float64 {
+func (l *countingCore) EstimatedFPR() float64 {
 	sum := 0.0
 	for i := range l.blocks {
 		prod := 1.0
@@ -247,26 +256,26 @@ func (l *countingLayout) EstimatedFPR() float64 {
 	return sum / float64(max(1, l.nblocks))
 }
 
-func (l *countingLayout) header() header {
+func (l *countingCore) header() header {
 	return header{kind: kindCounting, hash: hashXXH3, k: l.k, seed: l.seed,
 		nblocks: l.nblocks, capacity: l.capacity, targetFPR: l.targetFPR}
 }
 
-func (h header) countingLayout(blocks []block) countingLayout {
-	l := countingLayout{seed: h.seed, capacity: h.capacity, targetFPR: h.targetFPR, blocks: blocks}
+func (h header) countingCore(blocks []block) countingCore {
+	l := countingCore{seed: h.seed, capacity: h.capacity, targetFPR: h.targetFPR, blocks: blocks}
 	l.setGeometry(h.nblocks, h.k)
 	return l
 }
 
 // equal reports whether two counting filters have the same geometry, seed
 // and counters.
-func (l *countingLayout) equal(o *countingLayout) bool {
+func (l *countingCore) equal(o *countingCore) bool {
 	return l.nblocks == o.nblocks && l.k == o.k && l.seed == o.seed && equalBlocks(l.blocks, o.blocks)
 }
 
 // Equal reports whether f and other have the same geometry, seed and
 // counters.
-func (f *CountingFilter) Equal(other *CountingFilter) bool { return f.equal(&other.countingLayout) }
+func (f *CountingFilter) Equal(other *CountingFilter) bool { return f.equal(&other.countingCore) }
 
 // WriteTo writes the filter in the format of Filter.WriteTo, with filter
 // kind 2 and the counter partition sizes in the header; each block holds
@@ -281,7 +290,7 @@ func (f *CountingFilter) WriteTo(w io.Writer) (int64, error) {
 func (f *CountingFilter) ReadFrom(r io.Reader) (int64, error) {
 	h, blocks, n, err := readBlocks(r, kindCounting)
 	if err == nil {
-		f.countingLayout = h.countingLayout(blocks)
+		f.countingCore = h.countingCore(blocks)
 	}
 	return n, err
 }
@@ -296,29 +305,21 @@ func (f *CountingFilter) MarshalBinary() ([]byte, error) {
 func (f *CountingFilter) UnmarshalBinary(data []byte) error {
 	h, blocks, err := unmarshalBlocks(data, kindCounting)
 	if err == nil {
-		f.countingLayout = h.countingLayout(blocks)
+		f.countingCore = h.countingCore(blocks)
 	}
 	return err
 }
 
 // ToAtomic returns an AtomicCountingFilter holding a copy of f's counters.
 func (f *CountingFilter) ToAtomic() *AtomicCountingFilter {
-	c := f.countingLayout
+	c := f.countingCore
 	c.blocks = alignedBlocks(f.nblocks)
 	copy(c.blocks, f.blocks)
 	return &AtomicCountingFilter{c}
 }
 
-// ExpectedCountingFPR is ExpectedFPR for a counting filter's geometry.
-func ExpectedCountingFPR(n, blocks uint64, k int) float64 {
-	if blocks == 0 || k < minK || k > maxCountingK {
-		return math.NaN()
-	}
-	return fpr.Rate(counterTable.ints(k), float64(n)/float64(blocks))
-}
-
-// CountingSize is Size for a counting filter: the blocks and k that
+// CountingGeometry is Geometry for a counting filter: the blocks and k that
 // NewCounting uses for n keys at false positive rate p.
-func CountingSize(n uint64, p float64) (blocks uint64, k int, err error) {
+func CountingGeometry(n uint64, p float64) (blocks uint64, k int, err error) {
 	return counterTable.size(n, p)
 }

@@ -17,14 +17,14 @@ import (
 // the second then decrements counters other keys share, as removing a key
 // that was never added does.
 type AtomicCountingFilter struct {
-	countingLayout
+	countingCore
 }
 
 // NewAtomicCounting is NewCounting for an AtomicCountingFilter.
-func NewAtomicCounting(n uint64, p float64) *AtomicCountingFilter {
-	f, err := NewAtomicCountingWithConfig(Config{Capacity: n, FPR: p})
+func NewAtomicCounting[P Rate](n uint64, p P) *AtomicCountingFilter {
+	f, err := NewAtomicCountingWithConfig(Config{Capacity: n, FPR: float64(p)})
 	if err != nil {
-		panic(err)
+		panic(constructorPanic("NewAtomicCounting", n, float64(p), err))
 	}
 	return f
 }
@@ -41,7 +41,7 @@ func NewAtomicCountingWithConfig(c Config) (*AtomicCountingFilter, error) {
 
 // wordMasks returns, for each word of the block, the low bit of each of
 // the hash's counters in it.
-func (l *countingLayout) wordMasks(h uint64) (*block, block) {
+func (l *countingCore) wordMasks(h uint64) (*block, block) {
 	b, cs := l.counters(h)
 	var m block
 	for _, c := range cs[:l.k] {
@@ -51,8 +51,9 @@ func (l *countingLayout) wordMasks(h uint64) (*block, block) {
 }
 
 // step adds delta (+1 or −1) to the counters of p marked in ones, skipping
-// counters at 15 and, for −1, at 0; one CAS, retried on contention.
-func step(p *uint64, ones uint64, up bool) {
+// counters at 15 and, for −1, at 0; one CAS, retried on contention. It
+// returns the word as it was just before its change.
+func step(p *uint64, ones uint64, up bool) (was uint64) {
 	for {
 		old := atomic.LoadUint64(p)
 		const low = 0x1111111111111111
@@ -66,7 +67,7 @@ func step(p *uint64, ones uint64, up bool) {
 			next = old - (live &^ empty)
 		}
 		if next == old || atomic.CompareAndSwapUint64(p, old, next) {
-			return
+			return old
 		}
 	}
 }
@@ -79,8 +80,12 @@ func (f *AtomicCountingFilter) AddString(key string) {
 	f.addHash(xxh3.HashStringSeed(key, f.seed))
 }
 
-func (f *AtomicCountingFilter) addHash(h uint64) {
-	b, m := f.wordMasks(h)
+func (f *AtomicCountingFilter) addHash(h uint64) { f.atomicAdd(h) }
+
+// atomicAdd is AtomicCountingFilter's add, on the core for the batched
+// calls.
+func (l *countingCore) atomicAdd(h uint64) {
+	b, m := l.wordMasks(h)
 	for w, ones := range m {
 		if ones != 0 {
 			step(&b[w], ones, true)
@@ -111,6 +116,12 @@ func (f *AtomicCountingFilter) removeHash(h uint64) error {
 	return nil
 }
 
+// AddHash counts in the key whose Hash is h.
+func (f *AtomicCountingFilter) AddHash(h uint64) { f.addHash(h) }
+
+// RemoveHash counts out the key whose Hash is h, as Remove does.
+func (f *AtomicCountingFilter) RemoveHash(h uint64) error { return f.removeHash(h) }
+
 // Test reports whether key may be in the filter.
 func (f *AtomicCountingFilter) Test(key []byte) bool {
 	return f.testHash(xxh3.HashSeed(key, f.seed))
@@ -124,12 +135,12 @@ func (f *AtomicCountingFilter) TestString(key string) bool {
 // Equal reports whether f and other have the same geometry, seed and
 // counters.
 func (f *AtomicCountingFilter) Equal(other *AtomicCountingFilter) bool {
-	return f.equal(&other.countingLayout)
+	return f.equal(&other.countingCore)
 }
 
-// ToCounting returns a CountingFilter holding a copy of f's counters.
-func (f *AtomicCountingFilter) ToCounting() *CountingFilter {
-	c := f.countingLayout
+// ToPlain returns a CountingFilter holding a copy of f's counters.
+func (f *AtomicCountingFilter) ToPlain() *CountingFilter {
+	c := f.countingCore
 	c.blocks = alignedBlocks(f.nblocks)
 	for i := range f.blocks {
 		for w := range blockWords {
@@ -149,7 +160,7 @@ func (f *AtomicCountingFilter) WriteTo(w io.Writer) (int64, error) {
 func (f *AtomicCountingFilter) ReadFrom(r io.Reader) (int64, error) {
 	h, blocks, n, err := readBlocks(r, kindCounting)
 	if err == nil {
-		f.countingLayout = h.countingLayout(blocks)
+		f.countingCore = h.countingCore(blocks)
 	}
 	return n, err
 }

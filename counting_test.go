@@ -53,7 +53,7 @@ func TestCountingAgainstMultiset(t *testing.T) {
 			}
 		}
 	}
-	if !f.Equal(a.ToCounting()) {
+	if !f.Equal(a.ToPlain()) {
 		t.Fatal("the plain and the atomic filter differ after the same operations")
 	}
 }
@@ -172,7 +172,7 @@ func TestAtomicCountingConcurrent(t *testing.T) {
 			}
 		})
 	}
-	if !a.ToCounting().Equal(ref) {
+	if !a.ToPlain().Equal(ref) {
 		t.Fatal("concurrent add/remove left other counters than the sequential run")
 	}
 	if ref.Saturated() != 0 {
@@ -193,7 +193,7 @@ func TestCountingEncoding(t *testing.T) {
 	var stream bytes.Buffer
 	f.ToAtomic().WriteTo(&stream)
 	var h AtomicCountingFilter
-	if _, err := h.ReadFrom(&stream); err != nil || !h.ToCounting().Equal(f) {
+	if _, err := h.ReadFrom(&stream); err != nil || !h.ToPlain().Equal(f) {
 		t.Fatalf("ReadFrom: %v", err)
 	}
 	// A counting filter is not a Filter, and the other way round.

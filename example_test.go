@@ -15,7 +15,7 @@ func ExampleNew() {
 
 	fmt.Println(f.TestString("did:plc:alice|did:plc:bob"))
 	fmt.Println(f.TestString("did:plc:alice|did:plc:carol"))
-	fmt.Printf("k=%d, %.1f bits per key\n", f.K(), float64(f.Cap())/1_000_000)
+	fmt.Printf("k=%d, %.1f bits per key\n", f.K(), float64(f.Bits())/1_000_000)
 	// Output:
 	// true
 	// false
@@ -138,24 +138,6 @@ func ExampleNewScalable() {
 	// Output: 7 true
 }
 
-func ExampleReadClassic() {
-	// A filter written by Guava's BloomFilter.writeTo (here built in Go,
-	// byte for byte what Guava writes) is read and queried as Guava would.
-	g, _ := ohbloom.NewClassicWithEstimates(ohbloom.GuavaMurmur128Mitz64, 5_000_000, 0.01)
-	fmt.Println(g.Cap(), g.K())
-	g.AddString("from java")
-	data, _ := g.MarshalBinary()
-
-	f, _, err := ohbloom.ReadClassic(bytes.NewReader(data), ohbloom.GuavaMurmur128Mitz64)
-	if err != nil {
-		panic(err)
-	}
-	fmt.Println(f.TestString("from java"), f.TestString("from go"))
-	// Output:
-	// 47925312 7
-	// true false
-}
-
 // A Layout places keys without holding the bits, so the bits can live
 // elsewhere: here a map of encoded blocks stands in for a remote store, and
 // only the one block a key needs is read.
@@ -170,28 +152,10 @@ func ExampleLayout_BlockMask() {
 	}
 
 	for _, key := range []string{"alice", "mallory"} {
-		index, mask := layout.BlockMask(layout.HashString(key))
+		index, mask := layout.BlockMask(ohbloom.HashString(layout.Seed(), key))
 		fmt.Println(key, ohbloom.ContainsMask(remote[index], &mask))
 	}
 	// Output:
 	// alice true
 	// mallory false
-}
-
-// A wrapper that counts a sample of its tests: the salt and mask pick one
-// call in 16 here, by the key's hash, and sample learns the answer.
-func ExampleAtomicFilter_TestSampled() {
-	f := ohbloom.NewAtomic(1000, 0.01)
-	f.AddString("alice|bob")
-	sampled := 0
-	count := func(present bool) { sampled++ }
-	const salt, mask = 0x9E3779B97F4A7C15, 0xf << 60
-	for i := range 1600 {
-		f.TestSampled([]byte(fmt.Sprint("key", i)), salt, mask, count)
-	}
-	fmt.Println(f.TestSampled([]byte("alice|bob"), salt, mask, count))
-	fmt.Println("about 100 of 1600 calls sampled:", sampled > 50 && sampled < 150)
-	// Output:
-	// true
-	// about 100 of 1600 calls sampled: true
 }

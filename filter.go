@@ -1,10 +1,8 @@
 package ohbloom
 
 import (
-	"errors"
 	"fmt"
 	"math"
-	"unsafe"
 
 	"github.com/zeebo/xxh3"
 )
@@ -16,20 +14,42 @@ import (
 //
 // The zero Filter is not usable; build one with New or NewWithConfig.
 type Filter struct {
-	layout
+	core
 }
 
+// Rate is the type of the false positive rate p that New and its siblings
+// take: a float64, or a type defined on one. It is a type parameter rather
+// than a float64 parameter so that an integer in its place does not
+// compile. New(1000, 4), bits-and-blooms' New(m bits, k hashes), would
+// otherwise turn 4 into the rate 4.0 and panic when it runs; as it is, the
+// compiler says "int does not satisfy ohbloom.Rate". So do New(n, 1) and
+// New(n, 1/100), an integer division that is 0.
+type Rate interface{ ~float64 }
+
 // New returns a Filter sized to hold n distinct keys with a false positive
-// rate of at most p, using the fixed DefaultSeed. It panics if n is 0, if p is
-// not in (0, 1), or if the filter would not fit in MaxBlocks or in the
-// machine's memory; NewWithConfig
-// returns those as errors instead.
-func New(n uint64, p float64) *Filter {
-	f, err := NewWithConfig(Config{Capacity: n, FPR: p})
+// rate of at most p, using the fixed DefaultSeed. p is a rate in (0, 1)
+// (0.01 for 1%), not a number of hash functions (see Rate). It panics if n
+// is 0, if p is not in (0, 1), or if the filter would not fit in MaxBlocks
+// or in the machine's memory, as regexp.MustCompile does on a bad pattern:
+// with constant arguments these are mistakes of the program, found the
+// first time it runs. NewWithConfig returns them as errors, for sizes that
+// come from input.
+func New[P Rate](n uint64, p P) *Filter {
+	f, err := NewWithConfig(Config{Capacity: n, FPR: float64(p)})
 	if err != nil {
-		panic(err)
+		panic(constructorPanic("New", n, float64(p), err))
 	}
 	return f
+}
+
+// constructorPanic is what New and its siblings panic with: the call, and
+// why it cannot be built.
+func constructorPanic(name string, n uint64, p float64, err error) error {
+	hint := ""
+	if p >= 1 && p == math.Trunc(p) {
+		hint = " (the second argument is a false positive rate such as 0.01, not a number of hash functions)"
+	}
+	return fmt.Errorf("ohbloom.%s(%d, %v): %w%s", name, n, p, err, hint)
 }
 
 // NewWithConfig returns a Filter built as c describes, or an error wrapping
@@ -46,61 +66,46 @@ func NewWithConfig(c Config) (*Filter, error) {
 
 // Add inserts key.
 func (f *Filter) Add(key []byte) {
-	keyAdd(f.lay(), unsafe.SliceData(key), len(key))
+	keyAdd(f.raw(), bytesData(key), len(key))
 }
 
 // AddString inserts key, without converting it to a byte slice.
 func (f *Filter) AddString(key string) {
-	keyAdd(f.lay(), unsafe.StringData(key), len(key))
+	keyAdd(f.raw(), stringData(key), len(key))
 }
 
 // Test reports whether key may be in the filter: false means it was
 // certainly never added, true that it was added or is a false positive.
 func (f *Filter) Test(key []byte) bool {
-	return keyTest(f.lay(), unsafe.SliceData(key), len(key))
+	return keyTest(f.raw(), bytesData(key), len(key))
 }
 
 // TestString is Test for a string key.
 func (f *Filter) TestString(key string) bool {
-	return keyTest(f.lay(), unsafe.StringData(key), len(key))
+	return keyTest(f.raw(), stringData(key), len(key))
 }
 
 // Add, AddString, Test and TestString make one call, which the compiler
 // inlines into their callers: keyTest or keyAdd. Where the vector probe
-// runs, that call hashes the key and probes its block (vector_amd64.s);
+// runs, that call hashes the key and probes its block (keyhash_amd64.s);
 // elsewhere, and for keys longer than the vector code hashes, it is, or
 // jumps to, testKey or addKey. Each call level between a loop and its
 // key's cache miss holds back the next key's miss (BenchmarkLimitsPaired).
 
-// lay returns f's layout, its first and only field, with no nil check of
-// f: &f.layout costs the single-key calls a load and a compare for it,
-// and the assembly faults on a nil f just the same, which the runtime
-// turns into the same panic.
-func (f *Filter) lay() *layout { return (*layout)(unsafe.Pointer(f)) }
-
-// lay is Filter.lay for an AtomicFilter.
-func (f *AtomicFilter) lay() *layout { return (*layout)(unsafe.Pointer(f)) }
-
 // testKey hashes the n bytes at p and tests them in l, with the Go hash.
-func testKey(l *layout, p *byte, n int) bool {
-	h := xxh3.HashSeed(unsafe.Slice(p, n), l.seed)
-	if l.vec != nil { // spelled out: testBits would be one more call
-		return vecTest(l.blockOf(h), residue(h), l.vec)
-	}
-	return l.test(l.blockOf(h), residue(h))
+func testKey(l *core, p *byte, n int) bool {
+	h := xxh3.HashSeed(bytesAt(p, n), l.seed)
+	return l.testBits(l.blockOf(h), residue(h))
 }
 
 // addKey hashes the n bytes at p and adds them to l, with the Go hash.
-func addKey(l *layout, p *byte, n int) {
-	h := xxh3.HashSeed(unsafe.Slice(p, n), l.seed)
-	if l.vec != nil {
-		vecAdd(l.blockOf(h), residue(h), l.vec)
-		return
-	}
-	l.add(l.blockOf(h), residue(h))
+func addKey(l *core, p *byte, n int) {
+	h := xxh3.HashSeed(bytesAt(p, n), l.seed)
+	l.addBits(l.blockOf(h), residue(h))
 }
 
-// TestAndAdd adds key and reports whether it may have been present before.
+// TestAndAdd adds key and reports whether it may have been present before,
+// as bits-and-blooms' TestAndAdd does: it adds whatever the test says.
 func (f *Filter) TestAndAdd(key []byte) bool {
 	return f.testAndAddHash(xxh3.HashSeed(key, f.seed))
 }
@@ -111,66 +116,54 @@ func (f *Filter) TestAndAddString(key string) bool {
 }
 
 func (f *Filter) testAndAddHash(h uint64) bool {
-	b, x := f.blockOf(h), residue(h)
-	if f.vec != nil {
-		return vecAdd(b, x, f.vec) // tests first, in the same call
-	}
-	if f.test(b, x) {
-		return true
-	}
-	f.add(b, x)
-	return false
+	return f.testAndAddBits(f.blockOf(h), residue(h))
 }
 
-// Cap returns the number of bits in the filter, a multiple of 512.
-func (l *layout) Cap() uint64 { return l.nblocks * blockBits }
+// Bits returns the number of bits in the filter, a multiple of 512.
+func (l *core) Bits() uint64 { return l.nblocks * blockBits }
 
 // K returns the number of bits each key sets: one per partition of a block.
-func (l *layout) K() int { return l.k }
+func (l *core) K() int { return l.k }
 
 // Blocks returns the number of 64-byte blocks.
-func (l *layout) Blocks() uint64 { return l.nblocks }
+func (l *core) Blocks() uint64 { return l.nblocks }
 
 // Seed returns the hash seed.
-func (l *layout) Seed() uint64 { return l.seed }
+func (l *core) Seed() uint64 { return l.seed }
 
 // Capacity returns the number of keys the filter was sized for, or 0 when it
 // was built from an explicit geometry.
-func (l *layout) Capacity() uint64 { return l.capacity }
+func (l *core) Capacity() uint64 { return l.capacity }
 
 // TargetFPR returns the false positive rate the filter was sized for, or 0
 // when it was built from an explicit geometry.
-func (l *layout) TargetFPR() float64 { return l.targetFPR }
+func (l *core) TargetFPR() float64 { return l.targetFPR }
 
 // FillRatio returns the fraction of bits that are set.
-func (l *layout) FillRatio() float64 {
+func (l *core) FillRatio() float64 {
 	if l.nblocks == 0 {
 		return 0
 	}
-	return float64(l.popcount()) / float64(l.Cap())
+	return float64(l.popcount()) / float64(l.Bits())
 }
 
 // EstimatedCount estimates the number of distinct keys added, from the number
 // of set bits (not from a count of calls, so re-adding a key does not move
 // it, and a union counts each key once). It returns math.MaxUint64 when
 // every bit is set.
-func (l *layout) EstimatedCount() uint64 { return bitTable.estimateCount(l.popcount(), l.nblocks, l.k) }
+func (l *core) EstimatedCount() uint64 { return bitTable.estimateCount(l.popcount(), l.nblocks, l.k) }
 
 // EstimatedFPR returns the probability that a key never added tests positive
 // now. It is computed exactly from the bits: a key picks a block uniformly
 // and a bit in each of its partitions, so the rate is the average over
 // blocks of the product of the partitions' fill ratios. It reads every
 // block.
-func (l *layout) EstimatedFPR() float64 { return l.exactFPR() }
+func (l *core) EstimatedFPR() float64 { return l.exactFPR() }
 
 // SizeBytes returns the memory the filter's bits occupy.
-func (l *layout) SizeBytes() uint64 { return l.nblocks * blockBytes }
+func (l *core) SizeBytes() uint64 { return l.nblocks * blockBytes }
 
-// ErrIncompatible is returned when two filters cannot be combined because
-// their block counts, partition counts or seeds differ.
-var ErrIncompatible = errors.New("ohbloom: incompatible filters")
-
-func incompatible(a, b *layout) error {
+func incompatible(a, b *core) error {
 	return fmt.Errorf("%w: %d blocks k=%d seed=%#x vs %d blocks k=%d seed=%#x",
 		ErrIncompatible, a.nblocks, a.k, a.seed, b.nblocks, b.k, b.seed)
 }
@@ -178,8 +171,8 @@ func incompatible(a, b *layout) error {
 // Union adds every key of other to f: f then answers true for any key either
 // answered true for. The filters must have the same geometry and seed.
 func (f *Filter) Union(other *Filter) error {
-	if !f.compatible(&other.layout) {
-		return incompatible(&f.layout, &other.layout)
+	if !f.compatible(&other.core) {
+		return incompatible(&f.core, &other.core)
 	}
 	for i := range f.blocks {
 		for w := range blockWords {
@@ -193,8 +186,8 @@ func (f *Filter) Union(other *Filter) error {
 // both still tests positive; keys added to one only may or may not. The
 // filters must have the same geometry and seed.
 func (f *Filter) Intersect(other *Filter) error {
-	if !f.compatible(&other.layout) {
-		return incompatible(&f.layout, &other.layout)
+	if !f.compatible(&other.core) {
+		return incompatible(&f.core, &other.core)
 	}
 	for i := range f.blocks {
 		for w := range blockWords {
@@ -212,7 +205,7 @@ func (f *Filter) Reset() { clear(f.blocks) }
 
 // Equal reports whether f and other have the same geometry, seed and bits,
 // and so answer every Test alike. What they were sized for is not compared.
-func (f *Filter) Equal(other *Filter) bool { return f.equalBits(&other.layout) }
+func (f *Filter) Equal(other *Filter) bool { return f.equalBits(&other.core) }
 
 // ToAtomic returns an AtomicFilter holding a copy of f's bits. It costs one
 // pass over f and as much memory again; build a Filter on one goroutine,
@@ -220,9 +213,9 @@ func (f *Filter) Equal(other *Filter) bool { return f.equalBits(&other.layout) }
 func (f *Filter) ToAtomic() *AtomicFilter { return &AtomicFilter{f.clone()} }
 
 // bitsPerKey is the memory cost of the filter at its capacity.
-func (l *layout) bitsPerKey() float64 {
+func (l *core) bitsPerKey() float64 {
 	if l.capacity == 0 {
 		return math.NaN()
 	}
-	return float64(l.Cap()) / float64(l.capacity)
+	return float64(l.Bits()) / float64(l.capacity)
 }

@@ -69,7 +69,7 @@ func TestNoFalseNegatives(t *testing.T) {
 
 			requireAll(t, "Clone", f.Clone(), shape, n)
 			requireAll(t, "ToAtomic", f.ToAtomic(), shape, n)
-			requireAll(t, "ToFilter", a.ToFilter(), shape, n)
+			requireAll(t, "ToFilter", a.ToPlain(), shape, n)
 
 			// A union of the filter with an empty one, and an empty one with
 			// the filter, keeps every key.
@@ -111,7 +111,7 @@ func TestExtremeKeys(t *testing.T) {
 }
 
 // TestNilFilterPanics holds the single-key calls to Go's nil receiver
-// panic: they pass the layout to the assembly with no nil check of their
+// panic: they pass the core to the assembly with no nil check of their
 // own (Filter.lay), so the fault has to come from inside it, for every
 // length of key the assembly hashes and for the longer keys it hands on.
 func TestNilFilterPanics(t *testing.T) {
@@ -155,7 +155,7 @@ func TestTestAndAdd(t *testing.T) {
 	if !f.TestString("y") || !a.TestString("y") || !f.TestAndAddString("y") || !a.TestAndAddString("y") {
 		t.Fatal("key added by TestAndAddString not found")
 	}
-	if !f.Equal(a.ToFilter()) {
+	if !f.Equal(a.ToPlain()) {
 		t.Fatal("Filter and AtomicFilter differ after the same TestAndAdds")
 	}
 }
@@ -172,7 +172,7 @@ func TestBlocksAreCacheAligned(t *testing.T) {
 			}
 		}
 	}
-	for _, f := range []*Filter{New(1, 0.5), New(1e5, 0.01), New(1e5, 0.01).Clone(), NewAtomic(3, 0.1).ToFilter()} {
+	for _, f := range []*Filter{New(1, 0.5), New(1e5, 0.01), New(1e5, 0.01).Clone(), NewAtomic(3, 0.1).ToPlain()} {
 		if addr := blockAddress(&f.blocks[0]); addr%64 != 0 {
 			t.Fatalf("filter blocks at %#x, not 64-byte aligned", addr)
 		}
@@ -336,11 +336,11 @@ func TestUnionIntersectEqualReset(t *testing.T) {
 	}
 	// The atomic versions agree with the plain ones.
 	aa := a.ToAtomic()
-	if err := aa.Union(b.ToAtomic()); err != nil || !aa.ToFilter().Equal(ab) {
+	if err := aa.Union(b.ToAtomic()); err != nil || !aa.ToPlain().Equal(ab) {
 		t.Fatalf("AtomicFilter.Union differs from Filter.Union (err %v)", err)
 	}
 	ai := a.ToAtomic()
-	if err := ai.Intersect(b.ToAtomic()); err != nil || !ai.ToFilter().Equal(both) {
+	if err := ai.Intersect(b.ToAtomic()); err != nil || !ai.ToPlain().Equal(both) {
 		t.Fatalf("AtomicFilter.Intersect differs from Filter.Intersect (err %v)", err)
 	}
 	if a.Equal(b) || !a.Equal(a.Clone()) || !aa.Equal(aa.Clone()) {
@@ -372,8 +372,8 @@ func TestUnionIntersectEqualReset(t *testing.T) {
 func TestEstimates(t *testing.T) {
 	const n = 200000
 	f := New(n, 0.01)
-	if f.Capacity() != n || f.TargetFPR() != 0.01 || f.Cap() != f.Blocks()*512 || f.SizeBytes() != f.Blocks()*64 {
-		t.Fatalf("accessors: capacity %d target %v cap %d blocks %d", f.Capacity(), f.TargetFPR(), f.Cap(), f.Blocks())
+	if f.Capacity() != n || f.TargetFPR() != 0.01 || f.Bits() != f.Blocks()*512 || f.SizeBytes() != f.Blocks()*64 {
+		t.Fatalf("accessors: capacity %d target %v cap %d blocks %d", f.Capacity(), f.TargetFPR(), f.Bits(), f.Blocks())
 	}
 	if f.EstimatedCount() != 0 || f.FillRatio() != 0 || f.EstimatedFPR() != 0 {
 		t.Fatal("an empty filter estimates non-zero")
@@ -393,7 +393,7 @@ func TestEstimates(t *testing.T) {
 	}
 	// Each key sets k bits, some of them already set: the fill is a bit
 	// below k·n/cap, and about half at the optimum.
-	if fill := f.FillRatio(); fill > float64(f.K()*n)/float64(f.Cap()) || fill < 0.35 || fill > 0.65 {
+	if fill := f.FillRatio(); fill > float64(f.K()*n)/float64(f.Bits()) || fill < 0.35 || fill > 0.65 {
 		t.Errorf("FillRatio = %v", fill)
 	}
 	// The estimate from the bits agrees with the model the filter was sized

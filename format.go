@@ -8,6 +8,7 @@ import (
 	"math"
 	"sync/atomic"
 
+	"github.com/ohbloom/ohbloom/internal/stream"
 	"github.com/zeebo/xxh3"
 )
 
@@ -72,15 +73,6 @@ const (
 	magic       = "OHBLOOM\x00"
 	headerSize  = 128 // a multiple of 64, so the blocks start cache-aligned in a mapped file
 	trailerSize = 8
-
-	// ioChunk is how many bytes of blocks WriteTo and ReadFrom move at a
-	// time: large enough that per-call costs vanish, small enough to stay
-	// in L2.
-	ioChunk = 64 << 10
-
-	// firstAlloc caps what ReadFrom allocates before data arrives: it grows
-	// the filter's storage as the stream proves it is that long.
-	firstAlloc = 1 << 20
 )
 
 // Errors returned when decoding. Each decoding error wraps one of them, and
@@ -108,7 +100,7 @@ type header struct {
 	targetFPR float64
 }
 
-func (l *layout) header() header {
+func (l *core) header() header {
 	return header{kind: kindBlocked, hash: hashXXH3, k: l.k, seed: l.seed,
 		nblocks: l.nblocks, capacity: l.capacity, targetFPR: l.targetFPR}
 }
@@ -197,8 +189,8 @@ func decodeHeader(b []byte) (header, error) {
 	return h, nil
 }
 
-func (h header) layout() layout {
-	l := layout{capacity: h.capacity, targetFPR: h.targetFPR}
+func (h header) core() core {
+	l := core{capacity: h.capacity, targetFPR: h.targetFPR}
 	l.setGeometry(h.seed, h.nblocks, h.k)
 	return l
 }
@@ -246,7 +238,7 @@ func (f *Filter) WriteTo(w io.Writer) (int64, error) { return f.writeTo(w) }
 // checksum either way.
 func (f *AtomicFilter) WriteTo(w io.Writer) (int64, error) { return f.writeTo(w) }
 
-func (l *layout) writeTo(w io.Writer) (int64, error) { return writeBlocks(w, l.header(), l.blocks) }
+func (l *core) writeTo(w io.Writer) (int64, error) { return writeBlocks(w, l.header(), l.blocks) }
 
 // writeBlocks streams an encoded filter: header, blocks, checksum.
 func writeBlocks(w io.Writer, h header, blocks []block) (int64, error) {
@@ -262,9 +254,9 @@ func writeBlocks(w io.Writer, h header, blocks []block) (int64, error) {
 	if err := put(hdr[:]); err != nil {
 		return written, err
 	}
-	buf := make([]byte, ioChunk)
+	buf := make([]byte, stream.Chunk)
 	for i := 0; i < len(blocks); {
-		chunk := blocks[i:min(len(blocks), i+ioChunk/blockBytes)]
+		chunk := blocks[i:min(len(blocks), i+stream.Chunk/blockBytes)]
 		out := encodeBlocks(buf, chunk)
 		sum.Write(out)
 		if err := put(out); err != nil {
@@ -300,10 +292,7 @@ func decodeBlocks(dst []block, src []byte) {
 // MarshalBinary returns the filter in the format of Filter.WriteTo.
 func (f *Filter) MarshalBinary() ([]byte, error) { return f.marshal(), nil }
 
-// MarshalBinary returns the filter in the format of Filter.WriteTo.
-func (f *AtomicFilter) MarshalBinary() ([]byte, error) { return f.marshal(), nil }
-
-func (l *layout) marshal() []byte { return marshalBlocks(l.header(), l.blocks) }
+func (l *core) marshal() []byte { return marshalBlocks(l.header(), l.blocks) }
 
 // marshalBlocks returns an encoded filter.
 func marshalBlocks(h header, blocks []block) []byte {
@@ -319,16 +308,12 @@ func marshalBlocks(h header, blocks []block) []byte {
 // exactly one encoded filter. On error f is unchanged.
 func (f *Filter) UnmarshalBinary(data []byte) error { return f.unmarshal(data) }
 
-// UnmarshalBinary replaces f with the filter encoded in data. It must not
-// run concurrently with any other method. On error f is unchanged.
-func (f *AtomicFilter) UnmarshalBinary(data []byte) error { return f.unmarshal(data) }
-
-func (l *layout) unmarshal(data []byte) error {
+func (l *core) unmarshal(data []byte) error {
 	h, blocks, err := unmarshalBlocks(data, kindBlocked)
 	if err != nil {
 		return err
 	}
-	nl := h.layout()
+	nl := h.core()
 	nl.blocks = blocks
 	*l = nl
 	return nil
@@ -365,62 +350,59 @@ func unmarshalBlocks(data []byte, kind uint8) (header, []block, error) {
 // Filter.WriteTo, reading exactly the bytes of one filter, and returns how
 // many it read. Its memory grows with the data that actually arrives, so a
 // header that claims a huge filter costs nothing until the stream backs the
-// claim. On error f is unchanged.
+// claim. A reader that can tell how many bytes it holds, with a Len() int
+// method as *bytes.Reader has, is taken at its word: when it holds the whole
+// filter, the filter is allocated once, at its size, instead of grown.
+// Pages that the input leaves all zero are not written, so an empty filter
+// read back takes little memory until keys are added, as a new one does.
+// On error f is unchanged.
 func (f *Filter) ReadFrom(r io.Reader) (int64, error) { return f.readFrom(r) }
 
 // ReadFrom is Filter.ReadFrom. It must not run concurrently with any other
 // method.
 func (f *AtomicFilter) ReadFrom(r io.Reader) (int64, error) { return f.readFrom(r) }
 
-func (l *layout) readFrom(r io.Reader) (int64, error) {
+func (l *core) readFrom(r io.Reader) (int64, error) {
 	h, blocks, n, err := readBlocks(r, kindBlocked)
 	if err != nil {
 		return n, err
 	}
-	nl := h.layout()
+	nl := h.core()
 	nl.blocks = blocks
 	*l = nl
 	return n, nil
 }
 
-// exactReader reads exactly the bytes asked for, counts them, and reports
-// a stream that ends early as ErrTruncated.
-type exactReader struct {
-	r io.Reader
-	n int64
-}
-
-func (e *exactReader) fill(b []byte) error {
-	n, err := io.ReadFull(e.r, b)
-	e.n += int64(n)
-	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
-		return fmt.Errorf("%w: stream ended after %d bytes", ErrTruncated, e.n)
-	}
-	return err
-}
-
 // readBlocks reads exactly one encoded filter of the given kind from r.
 func readBlocks(r io.Reader, kind uint8) (header, []block, int64, error) {
-	in := &exactReader{r: r}
-	fill := in.fill
+	in := &stream.Reader{R: r, Short: ErrTruncated}
+	fill := in.Fill
 	var hdr [headerSize]byte
 	if err := fill(hdr[:]); err != nil && !errors.Is(err, ErrTruncated) {
-		return header{}, nil, in.n, err
+		return header{}, nil, in.N, err
 	}
 	// A short header is reported as decodeHeader sees it: foreign bytes as
 	// ErrNotFilter, a cut-off filter as ErrTruncated.
-	h, err := decodeHeader(hdr[:in.n])
+	h, err := decodeHeader(hdr[:in.N])
 	if err == nil {
 		err = h.wantKind(kind)
 	}
 	if err != nil {
-		return h, nil, in.n, err
+		return h, nil, in.N, err
 	}
 	sum := xxh3.New()
 	sum.Write(hdr[:])
 
-	blocks := alignedBlocks(min(h.nblocks, firstAlloc/blockBytes))
-	buf := make([]byte, ioChunk)
+	// Memory grows with the bytes that arrive, unless r says it holds the
+	// whole filter: growing by doubling copies every block once more and
+	// leaves the smaller copies to the garbage collector, about twice the
+	// filter's memory until they are returned to the system.
+	first := min(h.nblocks, stream.FirstAlloc/blockBytes)
+	if left, ok := remaining(r); ok && left >= 0 && uint64(left) >= h.nblocks*blockBytes+trailerSize {
+		first = h.nblocks
+	}
+	blocks := alignedBlocks(first)
+	buf := make([]byte, stream.Chunk)
 	for done := uint64(0); done < h.nblocks; {
 		if done == uint64(len(blocks)) {
 			// The stream has delivered everything allocated so far: double.
@@ -428,23 +410,65 @@ func readBlocks(r io.Reader, kind uint8) (header, []block, int64, error) {
 			copy(grown, blocks)
 			blocks = grown
 		}
-		n := min(uint64(len(blocks))-done, ioChunk/blockBytes)
+		n := min(uint64(len(blocks))-done, stream.Chunk/blockBytes)
 		chunk := buf[:n*blockBytes]
 		if err := fill(chunk); err != nil {
-			return h, nil, in.n, err
+			return h, nil, in.N, err
 		}
 		sum.Write(chunk)
-		decodeBlocks(blocks[done:done+n], chunk)
+		storeBlocks(blocks[done:done+n], chunk)
 		done += n
 	}
 	var tail [trailerSize]byte
 	if err := fill(tail[:]); err != nil {
-		return h, nil, in.n, err
+		return h, nil, in.N, err
 	}
 	if got, rec := sum.Sum64(), binary.LittleEndian.Uint64(tail[:]); got != rec {
-		return h, nil, in.n, fmt.Errorf("%w: data hashes to %#x, recorded %#x", ErrChecksum, got, rec)
+		return h, nil, in.N, fmt.Errorf("%w: data hashes to %#x, recorded %#x", ErrChecksum, got, rec)
 	}
-	return h, blocks, in.n, nil
+	return h, blocks, in.N, nil
+}
+
+// remaining reports how many bytes r holds, where it can tell: a reader
+// with a Len method, as *bytes.Reader, *bytes.Buffer and *strings.Reader
+// have, or the hashing reader of a scalable filter's stages over one.
+func remaining(r io.Reader) (int, bool) {
+	switch r := r.(type) {
+	case interface{ Len() int }:
+		return r.Len(), true
+	case hashingReader:
+		return remaining(r.r)
+	}
+	return 0, false
+}
+
+// zeroPage is what storeBlocks compares the input with.
+var zeroPage [4096]byte
+
+// littleEndian is whether words in memory have the file's byte order, so
+// that blocks can be copied to and from the file's bytes as they are (and
+// a mapped file probed in place).
+var littleEndian = binary.NativeEndian.Uint16([]byte{1, 0}) == 1
+
+// storeBlocks decodes src into dst, which must be zero (freshly
+// allocated), skipping each 4 KiB of src that is all zero: the pages of a
+// filter's empty regions are then never written, and a filter read back
+// costs the memory its set bits touch, as the filter that was saved did,
+// not all of its size. Where the byte order allows it copies, which is
+// faster than decoding word by word.
+func storeBlocks(dst []block, src []byte) {
+	for off := 0; off < len(src); off += len(zeroPage) {
+		piece := src[off:min(len(src), off+len(zeroPage))]
+		if string(piece) == string(zeroPage[:len(piece)]) {
+			continue
+		}
+		to := dst[off/blockBytes : (off+len(piece))/blockBytes]
+		if littleEndian {
+			copy(blockMemory(to), piece)
+		} else {
+			decodeBlocks(to, piece)
+		}
+	}
 }
 
 func putUint64(b []byte, v uint64) { binary.LittleEndian.PutUint64(b, v) }

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/ohbloom/ohbloom/internal/sysmem"
 	"github.com/zeebo/xxh3"
 )
 
@@ -174,7 +175,7 @@ func TestDecodeErrors(t *testing.T) {
 			if want == errNone && err != nil || want != errNone && !errors.Is(err, want) {
 				t.Errorf("ReadFrom: %v, want %v", err, want)
 			}
-			if err != nil && !akeep.ToFilter().Equal(before) {
+			if err != nil && !akeep.ToPlain().Equal(before) {
 				t.Error("ReadFrom changed the filter on error")
 			}
 		})
@@ -212,7 +213,7 @@ func TestReadFromStreams(t *testing.T) {
 // memory followed by a few bytes must fail as truncated having allocated
 // about what arrived, not what was announced.
 func TestReadFromGrowsWithData(t *testing.T) {
-	claim := min(MaxBlocks, physicalMemory()/blockBytes/2)
+	claim := min(MaxBlocks, sysmem.RAMPlusSwap()/blockBytes/2)
 	hdr := header{kind: kindBlocked, hash: hashXXH3, k: 6, nblocks: claim}.encode()
 	stream := append(hdr[:], make([]byte, 5000)...)
 	var f Filter

@@ -53,7 +53,7 @@ func TestFalsePositiveRateAtCapacity(t *testing.T) {
 				exact := f.EstimatedFPR()
 				sigma := math.Sqrt(exact * (1 - exact) / float64(queries))
 				t.Logf("%-10s p=%-6g k=%-2d bits/key=%.3f exact=%.4g measured=%.4g (%d/%d)",
-					shape.name, c.p, f.K(), float64(f.Cap())/n, exact, measured, fp, queries)
+					shape.name, c.p, f.K(), float64(f.Bits())/n, exact, measured, fp, queries)
 				if measured > c.p {
 					t.Errorf("%s p=%g: measured FPR %.4g > p (%d of %d)", shape.name, c.p, measured, fp, queries)
 				}
@@ -68,13 +68,13 @@ func TestFalsePositiveRateAtCapacity(t *testing.T) {
 	}
 }
 
-// TestSizingMeetsTarget checks Size over a grid of n and p: the expected rate
+// TestSizingMeetsTarget checks Geometry over a grid of n and p: the expected rate
 // at n keys is at or below p, and one block fewer would not be (well, the
 // margin aside): the sizing is tight, not generous.
 func TestSizingMeetsTarget(t *testing.T) {
 	for _, p := range []float64{0.5, 0.1, 0.05, 0.01, 0.003, 0.001, 1e-4, 1e-5, 1e-6} {
 		for _, n := range []uint64{1, 10, 1000, 1e5, 1e7, 1e9} {
-			blocks, k, err := Size(n, p)
+			blocks, k, err := Geometry(n, p)
 			if err != nil {
 				t.Fatalf("Size(%d, %g): %v", n, p, err)
 			}
@@ -98,7 +98,7 @@ func TestSizingMeetsTarget(t *testing.T) {
 	}
 	// The figures the design promises, for large n.
 	for _, c := range []struct{ p, maxBitsPerKey float64 }{{0.01, 10.1}, {0.001, 15.9}, {0.0001, 22.7}} {
-		blocks, _, _ := Size(1e8, c.p)
+		blocks, _, _ := Geometry(1e8, c.p)
 		if bpk := float64(blocks*blockBits) / 1e8; bpk > c.maxBitsPerKey {
 			t.Errorf("p=%g: %.3f bits/key, want ≤ %.1f", c.p, bpk, c.maxBitsPerKey)
 		}

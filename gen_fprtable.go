@@ -51,7 +51,7 @@ func main() {
 				fp++
 			}
 		}
-		rows = append(rows, row{p, float64(f.Cap()) / n, ohbloom.ExpectedFPR(n, f.Blocks(), f.K()), float64(fp) / float64(queries), f.K()})
+		rows = append(rows, row{p, float64(f.Bits()) / n, ohbloom.ExpectedFPR(n, f.Blocks(), f.K()), float64(fp) / float64(queries), f.K()})
 	}
 
 	var code, md strings.Builder

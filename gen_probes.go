@@ -7,18 +7,18 @@
 //
 // Why generate: with constant sizes and offsets every probe is a short run
 // of independent arithmetic that the CPU overlaps with the cache misses of
-// the keys before it. The generic loop over a table (layout.locate, kept as
+// the keys before it. The generic loop over a table (core.locate, kept as
 // the reference the tests compare against) loads its constants from memory
 // and builds the mask on the stack, which stalls store-to-load forwarding and
-// holds each key behind the previous one's miss: 1.5-2x slower on filters
-// larger than the caches.
+// holds each key behind the previous one's miss (docs/design.md, "The
+// generated probes").
 //
 // The residue x mod size is x - q·size with the quotient q = ⌊x/size⌋ from
 // a float64 multiply, q = trunc(float64(x)·inv), inv being the float64 just
 // above 1/size. The compiler's own x % size takes two integer multiplies,
 // and the one multiplier port was the bottleneck of a probe; this takes one
 // floating-point multiply, one conversion and one integer multiply (often a
-// LEA), and measured 10-15% faster per probe. It is exact for every 32-bit x
+// LEA), and measured faster per probe. It is exact for every 32-bit x
 // and size below 2^16: inv = (1/size)(1+δ) with 0 < δ ≤ 1.5·2^-52, so
 // x·inv ≥ x/size, and rounding cannot bring the product below the integer
 // ⌊x/size⌋ (representable) nor, when x/size is not an integer, up to the

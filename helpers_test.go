@@ -1,7 +1,6 @@
 package ohbloom
 
 import (
-	"github.com/zeebo/xxh3"
 	"math/bits"
 	"runtime"
 )
@@ -17,5 +16,3 @@ func (m *runtimeMem) read() {
 	runtime.ReadMemStats(&s)
 	m.totalAlloc = s.TotalAlloc
 }
-
-func hashString(s string, seed uint64) uint64 { return xxh3.HashStringSeed(s, seed) }

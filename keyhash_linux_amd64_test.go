@@ -33,7 +33,7 @@ func TestKeyHashStaysInsideTheKey(t *testing.T) {
 	for n := 0; n <= 160; n++ {
 		for _, key := range [][]byte{usable[page-n:], usable[:n:n]} {
 			p := unsafe.SliceData(key)
-			h, ok := keyHash(&f.layout, p, n)
+			h, ok := keyHash(&f.core, p, n)
 			if ok && h != xxh3.HashSeed(key, DefaultSeed) {
 				t.Fatalf("keyHash of %d bytes differs from xxh3", n)
 			}

@@ -4,6 +4,8 @@ import (
 	"encoding/binary"
 	"math/rand/v2"
 	"strconv"
+
+	"github.com/ohbloom/ohbloom/internal/testkeys"
 )
 
 // keyShape generates key i of a family of distinct keys. The shapes are the
@@ -32,8 +34,8 @@ var keyShapes = []keyShape{
 	{"random", func(dst []byte, i uint64) []byte {
 		// A bijective mix of i: distinct, and as random as a key gets.
 		var b [16]byte
-		binary.LittleEndian.PutUint64(b[:], mix(i))
-		binary.LittleEndian.PutUint64(b[8:], mix(i^0x5bd1e995))
+		binary.LittleEndian.PutUint64(b[:], testkeys.Mix(i))
+		binary.LittleEndian.PutUint64(b[8:], testkeys.Mix(i^0x5bd1e995))
 		return append(dst[:0], b[:]...)
 	}},
 	{"sequential", func(dst []byte, i uint64) []byte {
@@ -52,14 +54,4 @@ var keyShapes = []keyShape{
 		dst[(i%256)/8] ^= 1 << (i % 8)
 		return binary.BigEndian.AppendUint64(dst, i/256)
 	}},
-}
-
-// mix is SplitMix64's finalizer, a bijection on uint64.
-func mix(x uint64) uint64 {
-	x ^= x >> 30
-	x *= 0xbf58476d1ce4e5b9
-	x ^= x >> 27
-	x *= 0x94d049bb133111eb
-	x ^= x >> 31
-	return x
 }

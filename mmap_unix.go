@@ -3,14 +3,9 @@
 package ohbloom
 
 import (
-	"encoding/binary"
 	"os"
 	"syscall"
 )
-
-// littleEndian is whether words in memory have the file's byte order, so
-// that a mapped file can be probed in place.
-var littleEndian = binary.NativeEndian.Uint16([]byte{1, 0}) == 1
 
 // mapBlocks maps file read-only and returns the mapping and its blocks, or
 // nils when the file cannot be probed in place (a big-endian CPU).

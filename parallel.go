@@ -9,6 +9,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/ohbloom/ohbloom/internal/sysmem"
 	"github.com/zeebo/xxh3"
 )
 
@@ -17,8 +18,8 @@ import (
 // which stops the cache misses of the following keys from starting while
 // it waits for its own line. So a large bulk load builds in private, plain
 // memory, and ORs what it built into the shared filter at the end, word by
-// word with atomic ORs over sequential memory (a few ns a word, against
-// 100 ns and more for a random one). Adds running meanwhile go straight to
+// word with atomic ORs over sequential memory, where the CPU streams the
+// lines instead of waiting for each. Adds running meanwhile go straight to
 // the shared filter, and since OR is monotone neither side loses a bit;
 // the keys of the load are not visible to Test before the load returns.
 // There are two ways to split the work:
@@ -35,17 +36,17 @@ import (
 //     each owns one part and keeps a private copy of it, and every key's
 //     hash is handed to the owner of its block. The copies add up to one
 //     filter, but routing every hash to another core costs about as much
-//     as adding it: on two cores it was 1.1-1.3x faster than a single-core
-//     AddBatch, where the whole copies are 1.8-2x.
+//     as adding it, so it gains less over a single-core AddBatch than the
+//     whole copies do (docs/design.md, "Bulk loads").
 //
 // A load uses whole copies when there are at most maxCopies workers and
-// the copies fit the memory budget (LoadConfig), block ranges when one
+// the copies fit the memory budget (ParallelConfig), block ranges when one
 // filter fits it, and otherwise atomic adds to the shared filter. A load
 // too small to fill the blocks (fewer keys than blocks) would spend more
 // on a copy than it saves, so it adds to the shared filter directly.
 
-// LoadConfig tunes a bulk load by AddParallelWith or AddSeqWith.
-type LoadConfig struct {
+// ParallelConfig tunes a bulk load by AddParallelWith or AddSeqWith.
+type ParallelConfig struct {
 	// MaxMemory bounds what the load allocates beside the filter and the
 	// keys, in bytes. Zero means a quarter of the machine's memory, or of
 	// the Go memory limit when one is set and lower. A budget that holds
@@ -75,7 +76,7 @@ const (
 )
 
 // plan returns how workers load keys (or more) into l under c.
-func (c LoadConfig) plan(l *layout, workers int, keys uint64) loadPlan {
+func (c ParallelConfig) plan(l *core, workers int, keys uint64) loadPlan {
 	if workers < 2 || keys < l.nblocks {
 		return planShared
 	}
@@ -95,7 +96,7 @@ func (c LoadConfig) plan(l *layout, workers int, keys uint64) loadPlan {
 // defaultLoadMemory is a quarter of the machine's memory, or of the Go
 // memory limit when one is set and lower.
 func defaultLoadMemory() uint64 {
-	mem := physicalMemory()
+	mem := sysmem.RAMPlusSwap()
 	if limit := debug.SetMemoryLimit(-1); limit > 0 && limit < math.MaxInt64 {
 		mem = min(mem, uint64(limit))
 	}
@@ -113,21 +114,18 @@ func defaultLoadMemory() uint64 {
 // whole copy of the filter per core, when those copies take at most a
 // quarter of the machine's memory; otherwise copies of block ranges that
 // add up to one filter. AddParallelWith sets another bound.
-func (f *AtomicFilter) AddParallel(keys [][]byte) { addParallel(f, keys, LoadConfig{}) }
-
-// AddParallelStrings is AddParallel for string keys.
-func (f *AtomicFilter) AddParallelStrings(keys []string) { addParallel(f, keys, LoadConfig{}) }
+func (f *AtomicFilter) AddParallel(keys [][]byte) { addParallel(f, keys, ParallelConfig{}) }
 
 // AddParallelWith is AddParallel with the memory of its private build
 // bounded by c.
-func (f *AtomicFilter) AddParallelWith(keys [][]byte, c LoadConfig) { addParallel(f, keys, c) }
+func (f *AtomicFilter) AddParallelWith(keys [][]byte, c ParallelConfig) { addParallel(f, keys, c) }
 
-func addParallel[K []byte | string](f *AtomicFilter, keys []K, c LoadConfig) {
+func addParallel[K []byte | string](f *AtomicFilter, keys []K, c ParallelConfig) {
 	workers := min(runtime.GOMAXPROCS(0), max(1, len(keys)/parallelMin))
-	switch c.plan(&f.layout, workers, uint64(len(keys))) {
+	switch c.plan(&f.core, workers, uint64(len(keys))) {
 	case planCopies:
 		var next atomic.Int64 // the keys are taken a chunk at a time
-		copyLoad(f, workers, func(w int, private func() *layout) {
+		copyLoad(f, workers, func(w int, private func() *core) {
 			l := private()
 			for {
 				from := int(next.Add(copyChunk) - copyChunk)
@@ -140,7 +138,7 @@ func addParallel[K []byte | string](f *AtomicFilter, keys []K, c LoadConfig) {
 	case planRanges:
 		rangeBuild(f, keys, workers)
 	default:
-		inParallel(len(keys), func(from, to int) { runKeys(&f.layout, keys[from:to], opAtomicAdd, nil) })
+		inParallel(len(keys), func(from, to int) { runKeys(&f.core, keys[from:to], opAtomicAdd, nil) })
 	}
 }
 
@@ -151,17 +149,17 @@ const copyChunk = 1 << 16
 
 // copyLoad runs fill for workers 0 to workers-2 on goroutines of their
 // own and for the last one on the calling goroutine, each with a private
-// plain filter of f's layout (private allocates it on the first call, so a
+// plain filter of f's geometry (private allocates it on the first call, so a
 // worker that never calls it costs no memory). When all have returned it
 // ORs the copies into f, each worker over its own range of blocks, and
 // drops them. If the caller's fill panics, the others still finish and
 // publish before the panic goes on.
-func copyLoad(f *AtomicFilter, workers int, fill func(w int, private func() *layout)) {
+func copyLoad(f *AtomicFilter, workers int, fill func(w int, private func() *core)) {
 	copies := make([][]block, workers)
 	var built, wg sync.WaitGroup
 	built.Add(workers)
 	run := func(w int) {
-		var l *layout
+		var l *core
 		defer func() {
 			// Every copy is complete, and so visible here, once all the
 			// workers are past this point.
@@ -176,10 +174,10 @@ func copyLoad(f *AtomicFilter, workers int, fill func(w int, private func() *lay
 			lo, hi := f.nblocks*uint64(w)/uint64(workers), f.nblocks*uint64(w+1)/uint64(workers)
 			orCopies(f.blocks[lo:hi], all, lo)
 		}()
-		fill(w, func() *layout {
+		fill(w, func() *core {
 			if l == nil {
-				l = new(layout)
-				*l = f.layout
+				l = new(core)
+				*l = f.core
 				l.blocks = privateBlocks(f.nblocks)
 				copies[w] = l.blocks
 			}
@@ -222,7 +220,7 @@ func orCopies(dst []block, copies [][]block, lo uint64) {
 
 // rangeBuild is the bulk load in copies of block ranges (build).
 func rangeBuild[K []byte | string](f *AtomicFilter, keys []K, workers int) {
-	b := newBuild(&f.layout, workers, workers)
+	b := newBuild(&f.core, workers, workers)
 	var wg sync.WaitGroup
 	for w := range workers {
 		wg.Go(func() {
@@ -231,7 +229,7 @@ func rangeBuild[K []byte | string](f *AtomicFilter, keys []K, workers int) {
 			from, to := len(keys)*w/workers, len(keys)*(w+1)/workers
 			for at := from; at < to; at += batchSize {
 				n := min(batchSize, to-at)
-				hashWindow(&f.layout, hs[:n], keys[at:at+n])
+				hashWindow(&f.core, hs[:n], keys[at:at+n])
 				r.route(hs[:n])
 			}
 			r.finish()
@@ -281,12 +279,14 @@ func inParallel(n int, fn func(from, to int)) {
 //			}
 //		}
 //	}
-func (f *AtomicFilter) AddSeq(keys iter.Seq[[]byte]) uint64 { return f.AddSeqWith(keys, LoadConfig{}) }
+func (f *AtomicFilter) AddSeq(keys iter.Seq[[]byte]) uint64 {
+	return f.AddSeqWith(keys, ParallelConfig{})
+}
 
 // AddSeqWith is AddSeq with the memory of its private build bounded by c.
-func (f *AtomicFilter) AddSeqWith(keys iter.Seq[[]byte], c LoadConfig) uint64 {
+func (f *AtomicFilter) AddSeqWith(keys iter.Seq[[]byte], c ParallelConfig) uint64 {
 	workers := runtime.GOMAXPROCS(0)
-	switch c.plan(&f.layout, workers, f.nblocks) {
+	switch c.plan(&f.core, workers, f.nblocks) {
 	case planCopies:
 		return f.addSeqCopies(keys, workers)
 	case planRanges:
@@ -298,10 +298,9 @@ func (f *AtomicFilter) AddSeqWith(keys iter.Seq[[]byte], c LoadConfig) uint64 {
 // An AddSeq in whole copies hands the hashes over in batches of seqBatch,
 // up to seqQueue batches waiting for each worker. A worker that finds none
 // waiting yields its core up to seqSpins times before it sleeps: waking a
-// sleeping goroutine's thread took about 300 µs on a 2-vCPU VM (the idle
-// vCPU halts), time in which the worker would have added 20 batches, and
-// without the spin it slept thousands of times a load (AddSeq of 5·10^7
-// keys: 21.6-25.6 ns a key without it, 12.5-13.6 with it).
+// sleeping goroutine's thread is slow on a VM whose idle vCPU halts, time
+// in which the worker would have added many batches, and without the spin
+// it slept thousands of times a load (docs/design.md, "Bulk loads").
 const (
 	seqBatch  = 1024
 	seqQueue  = 4
@@ -321,16 +320,15 @@ type hashBatch struct {
 // for another's turn on the CPU. A batch goes to the shared filter with
 // atomic adds until the load has as many keys as the filter has blocks,
 // and from then on to the copy of whoever takes it. Copying the keys for
-// the workers to hash instead cost more than hashing them: 9.3 ns a key
-// to iterate and copy against 7.5-8 to iterate and hash, and the load
-// took 21.7-27.2 ns a key against 15.0-20.3 (5·10^7 keys, interleaved).
+// the workers to hash instead cost more than hashing them, and the load
+// was slower for it (docs/design.md, "Bulk loads").
 func (f *AtomicFilter) addSeqCopies(keys iter.Seq[[]byte], workers int) (n uint64) {
 	full := make(chan *hashBatch, seqQueue*(workers-1))
 	free := make(chan *hashBatch, cap(full)+workers+1) // never empty
 	for range cap(free) {
 		free <- &hashBatch{hs: make([]uint64, 0, seqBatch)}
 	}
-	apply := func(b *hashBatch, private func() *layout) {
+	apply := func(b *hashBatch, private func() *core) {
 		if b.private {
 			private().runHashes(b.hs, opAdd, nil)
 		} else {
@@ -339,7 +337,7 @@ func (f *AtomicFilter) addSeqCopies(keys iter.Seq[[]byte], workers int) (n uint6
 		b.hs = b.hs[:0]
 		free <- b
 	}
-	copyLoad(f, workers, func(w int, private func() *layout) {
+	copyLoad(f, workers, func(w int, private func() *core) {
 		if w < workers-1 {
 			for b := range waitBatches(full) {
 				apply(b, private)
@@ -359,9 +357,8 @@ func (f *AtomicFilter) addSeqCopies(keys iter.Seq[[]byte], workers int) (n uint6
 		// cache, and copies each full batch out with handOver. Appending
 		// to the batch itself, whose lines the worker that added it last
 		// read on the other core, made the caller take each line back
-		// before writing it: on a 2-vCPU AMD EPYC VM (5·10^7 keys) the
-		// worker then found its queue empty 7,000-39,000 times in most
-		// loads, and 15-450 times with the copy.
+		// before writing it, and the worker then found its queue empty
+		// hundreds of times as often (docs/design.md, "Bulk loads").
 		hs, seed := make([]uint64, 0, seqBatch), f.seed
 		// Deferred so that the keys pulled so far go in and the workers
 		// stop even if the iterator panics.
@@ -474,7 +471,7 @@ func (f *AtomicFilter) addSeqRanges(keys iter.Seq[[]byte], workers int, private 
 			close(full)
 			full = nil
 			shared.Wait()
-			b = newBuild(&f.layout, workers, 1)
+			b = newBuild(&f.core, workers, 1)
 			r = b.router(-1)
 			hs = make([]uint64, 0, batchSize)
 			for w := range workers {
@@ -487,7 +484,7 @@ func (f *AtomicFilter) addSeqRanges(keys iter.Seq[[]byte], workers int, private 
 
 // build is a private bulk load (see the top of this file).
 type build struct {
-	l         *layout
+	l         *core
 	producers int // goroutines that route hashes
 	owners    []owner
 	free      chan []uint64 // spare route buffers
@@ -515,7 +512,7 @@ const routeLen = 1024
 // hashes h with ⌊h·workers/2^64⌋ = w, and so the blocks those hashes map
 // to, a contiguous range (two neighbours may share a block: each then ORs
 // its copy of it into the filter).
-func newBuild(l *layout, workers, producers int) *build {
+func newBuild(l *core, workers, producers int) *build {
 	b := &build{l: l, producers: producers, owners: make([]owner, workers),
 		free: make(chan []uint64, 4*workers*workers)}
 	for w := range b.owners {

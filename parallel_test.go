@@ -10,6 +10,9 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+
+	"github.com/ohbloom/ohbloom/internal/race"
+	"github.com/ohbloom/ohbloom/internal/sysmem"
 )
 
 // TestBulkLoadWithLiveStream is the start-up of the service this library
@@ -99,7 +102,7 @@ func TestBulkLoadWithLiveStream(t *testing.T) {
 	for i := range streamN {
 		ref.AddString(streamKey(i))
 	}
-	if !a.ToFilter().Equal(ref) {
+	if !a.ToPlain().Equal(ref) {
 		t.Fatal("after the concurrent load the filter differs from the sequential one")
 	}
 	results := make([]bool, len(bulk))
@@ -112,17 +115,17 @@ func TestBulkLoadWithLiveStream(t *testing.T) {
 func TestAddParallelSmallAndEmpty(t *testing.T) {
 	a := NewAtomic(1000, 0.01)
 	a.AddParallel(nil)
-	a.AddParallelStrings([]string{"x", "y"})
+	a.AddParallel([][]byte{[]byte("x"), []byte("y")})
 	if n := a.AddSeq(func(func([]byte) bool) {}); n != 0 {
 		t.Fatalf("AddSeq of nothing = %d", n)
 	}
 	if !a.TestString("x") || !a.TestString("y") {
-		t.Fatal("AddParallelStrings lost a key")
+		t.Fatal("AddParallel lost a key")
 	}
 	ref := New(1000, 0.01)
 	ref.AddString("x")
 	ref.AddString("y")
-	if !a.ToFilter().Equal(ref) {
+	if !a.ToPlain().Equal(ref) {
 		t.Fatal("bits differ")
 	}
 }
@@ -131,7 +134,7 @@ func TestAddParallelSmallAndEmpty(t *testing.T) {
 // block arithmetic would wrap, and checks keys land all over it and are
 // found, one by one and in batches.
 func TestHugeFilter(t *testing.T) {
-	if testing.Short() || raceEnabled {
+	if testing.Short() || race.Enabled {
 		t.Skip("allocates 4 GiB")
 	}
 	a, err := NewAtomicWithConfig(Config{Blocks: 1 << 26, K: 7})
@@ -146,7 +149,7 @@ func TestHugeFilter(t *testing.T) {
 	a.AddParallel(keys)
 	var top uint64
 	for _, k := range keys {
-		i, _ := a.locate(a.Hash(k))
+		i, _ := a.locate(Hash(a.Seed(), k))
 		top = max(top, i)
 	}
 	if top < 1<<26-1<<20 {
@@ -204,15 +207,15 @@ func testPrivateBuild(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			load := LoadConfig{MaxMemory: map[loadPlan]uint64{
+			load := ParallelConfig{MaxMemory: map[loadPlan]uint64{
 				planCopies: uint64(workers) * a.SizeBytes(),
 				planRanges: 2*a.SizeBytes() - 1, // below two copies, above one
 				planShared: a.SizeBytes() - 1,
 			}[c.load]}
-			if p := load.plan(&a.layout, min(workers, bulkN/2/parallelMin), uint64(bulkN/2)); p != c.load {
+			if p := load.plan(&a.core, min(workers, bulkN/2/parallelMin), uint64(bulkN/2)); p != c.load {
 				t.Fatalf("the load takes plan %d, want %d", p, c.load)
 			}
-			ref := a.ToFilter()
+			ref := a.ToPlain()
 			for i := range 1000 { // already there before the load
 				a.AddString(fmt.Sprint("old/", i))
 				ref.AddString(fmt.Sprint("old/", i))
@@ -277,7 +280,7 @@ func testPrivateBuild(t *testing.T) {
 			for i := range int(added.Load()) {
 				ref.AddString(fmt.Sprint("stream/", i))
 			}
-			if !a.ToFilter().Equal(ref) {
+			if !a.ToPlain().Equal(ref) {
 				t.Fatal("after the private build the filter differs from the sequential one")
 			}
 		})
@@ -305,12 +308,12 @@ func TestLoadPlan(t *testing.T) {
 		{1 << 50, 2, keys - 1, planShared},
 		{1 << 50, 1, keys, planShared},
 	} {
-		if got := (LoadConfig{MaxMemory: c.memory}).plan(&a.layout, c.workers, c.keys); got != c.want {
+		if got := (ParallelConfig{MaxMemory: c.memory}).plan(&a.core, c.workers, c.keys); got != c.want {
 			t.Errorf("%d bytes, %d workers, %d keys: plan %d, want %d", c.memory, c.workers, c.keys, got, c.want)
 		}
 	}
-	if m := defaultLoadMemory(); m == 0 || m > physicalMemory() {
-		t.Errorf("default load memory %d of %d", m, physicalMemory())
+	if m := defaultLoadMemory(); m == 0 || m > sysmem.RAMPlusSwap() {
+		t.Errorf("default load memory %d of %d", m, sysmem.RAMPlusSwap())
 	}
 }
 
@@ -353,8 +356,8 @@ func TestAddSeqIteratorPanics(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			c := LoadConfig{MaxMemory: map[loadPlan]uint64{planCopies: 1 << 40, planRanges: a.SizeBytes(), planShared: 1}[load]}
-			if p := c.plan(&a.layout, 2, a.Blocks()); p != load {
+			c := ParallelConfig{MaxMemory: map[loadPlan]uint64{planCopies: 1 << 40, planRanges: a.SizeBytes(), planShared: 1}[load]}
+			if p := c.plan(&a.core, 2, a.Blocks()); p != load {
 				t.Fatalf("plan %d, want %d", p, load)
 			}
 			func() {

@@ -2,17 +2,11 @@
 
 package ohbloom
 
-import "unsafe"
-
 // The batched calls' pipeline (batch.go) with PREFETCHT0, which retires at
-// once: steps of 8 keys, 48 keys ahead. An earlier design prefetched a
-// whole window of 64 at once, then probed it. On a 2-vCPU AMD EPYC VM,
-// TestBatch on a 125 MB filter (10^8 keys) took 38-54 ns a key that way
-// and 21-26 with the rolling prefetch at distances 16 to 48 (48: 21-23).
-// On a 1.25 GB filter, distances of 64 to 128 (in windows of 128) measured
-// no better than 48. The burst asks for more misses than the core can
-// track, and the prefetches beyond that wait. At 3·10^7 keys it went from
-// 49-54 to 21-27 ns, and at 10^6 from 23-25 to 19-21.
+// once: steps of 8 keys, 48 keys ahead, a steady stream of misses. A burst
+// of a whole window's prefetches asks for more misses than the core can
+// track, and the prefetches beyond that wait; longer distances gained
+// nothing (docs/design.md, "Batches").
 const (
 	batchSize        = 64
 	prefetchDistance = 48
@@ -23,12 +17,19 @@ const (
 // cache, without waiting for them (prefetch_amd64.s).
 //
 //go:noescape
-func prefetchBlocks(blocks unsafe.Pointer, nblocks uint64, hs []uint64)
+func prefetchBlocks(blocks *block, nblocks uint64, hs []uint64)
 
 // prefetch starts the cache misses of the blocks of hs.
-func (l *layout) prefetch(hs []uint64) {
+func (l *core) prefetch(hs []uint64) {
 	if len(hs) > 0 {
-		prefetchBlocks(unsafe.Pointer(&l.blocks[0]), l.nblocks, hs)
+		prefetchBlocks(&l.blocks[0], l.nblocks, hs)
+	}
+}
+
+// prefetch starts the cache misses of the blocks of hs.
+func (l *countingCore) prefetch(hs []uint64) {
+	if len(hs) > 0 {
+		prefetchBlocks(&l.blocks[0], l.nblocks, hs)
 	}
 }
 
@@ -36,20 +37,20 @@ func (l *layout) prefetch(hs []uint64) {
 // ps (prefetch_amd64.s).
 //
 //go:noescape
-func prefetchPacked(blocks unsafe.Pointer, ps []uint64)
+func prefetchPacked(blocks *block, ps []uint64)
 
 // prefetchEntries starts the cache misses of the private blocks of ps.
 func prefetchEntries(blocks []block, ps []uint64) {
 	if len(ps) > 0 {
-		prefetchPacked(unsafe.Pointer(&blocks[0]), ps)
+		prefetchPacked(&blocks[0], ps)
 	}
 }
 
-// copyStream copies n words from src to dst with non-temporal stores and
-// fences them (prefetch_amd64.s).
+// copyStream copies src to dst, which is at least as long, with
+// non-temporal stores and fences them (prefetch_amd64.s).
 //
 //go:noescape
-func copyStream(dst, src *uint64, n int)
+func copyStream(dst, src []uint64)
 
 // handOver copies src into dst[:len(src)], for a goroutine on another core
 // to read next, and returns dst[:len(src)]. The stores bypass the cache:
@@ -58,8 +59,6 @@ func copyStream(dst, src *uint64, n int)
 // these write the lines out whole (TestHandOver).
 func handOver(dst, src []uint64) []uint64 {
 	dst = dst[:len(src)]
-	if len(src) > 0 {
-		copyStream(unsafe.SliceData(dst), unsafe.SliceData(src), len(src))
-	}
+	copyStream(dst, src)
 	return dst
 }

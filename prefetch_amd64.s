@@ -2,10 +2,10 @@
 
 #include "textflag.h"
 
-// func prefetchBlocks(blocks unsafe.Pointer, nblocks uint64, hs []uint64)
+// func prefetchBlocks(blocks *block, nblocks uint64, hs []uint64)
 //
 // For each hash h, PREFETCHT0 the block hi64(h·nblocks): the same fastrange
-// as layout.blockOf. A prefetch retires at once, unlike a load that misses,
+// as core.blockOf. A prefetch retires at once, unlike a load that misses,
 // so a whole batch of cache misses is in flight while the CPU works on
 // earlier keys.
 TEXT ·prefetchBlocks(SB), NOSPLIT|NOFRAME, $0-40
@@ -28,7 +28,7 @@ loop:
 done:
 	RET
 
-// func prefetchPacked(blocks unsafe.Pointer, ps []uint64)
+// func prefetchPacked(blocks *block, ps []uint64)
 //
 // For each packed entry p of a private build (parallel.go), PREFETCHT0
 // block p>>32 of blocks.
@@ -51,16 +51,16 @@ packed_loop:
 packed_done:
 	RET
 
-// func copyStream(dst, src *uint64, n int)
+// func copyStream(dst, src []uint64)
 //
-// Copy n words from src to dst with non-temporal stores (MOVNTI), which
-// write whole lines to memory without first reading them into this core's
+// Copy src's words to dst with non-temporal stores (MOVNTI), which write
+// whole lines to memory without first reading them into this core's
 // cache, then SFENCE: those stores are weakly ordered, and the fence puts
 // them before every later store, the one that hands dst over among them.
-TEXT ·copyStream(SB), NOSPLIT|NOFRAME, $0-24
-	MOVQ  dst+0(FP), DI
-	MOVQ  src+8(FP), SI
-	MOVQ  n+16(FP), CX
+TEXT ·copyStream(SB), NOSPLIT|NOFRAME, $0-48
+	MOVQ  dst_base+0(FP), DI
+	MOVQ  src_base+24(FP), SI
+	MOVQ  src_len+32(FP), CX
 	TESTQ CX, CX
 	JZ    stream_done
 

@@ -2,7 +2,10 @@
 
 package ohbloom
 
-import "sync/atomic"
+import (
+	"math/bits"
+	"sync/atomic"
+)
 
 // The batched calls' pipeline (batch.go) without a prefetch instruction:
 // windows of 256 keys, taken 128 at a time, the blocks of the next 128
@@ -10,11 +13,7 @@ import "sync/atomic"
 // prefetches retire only once their lines arrive, and everything after
 // them waits to retire behind them: a few loads at a time, as PREFETCHT0
 // is used, hold the probes back again and again, while a long run of them
-// is in flight at once and waits once. Under purego on an Intel Xeon
-// (2026-12-04, 3·10^7 keys, 3 alternated processes each), TestBatch took
-// 25 ns a key against 39 in steps of 8 keys 48 ahead, and AddBatch 28
-// against 37; steps of 64 (windows of 128) came to 27-30, steps of 32 to
-// 30-31.
+// is in flight at once and waits once (docs/design.md, "Batches").
 const (
 	batchSize        = 256
 	prefetchDistance = 128
@@ -25,10 +24,20 @@ const (
 // instruction it loads the first word of each block: the loads are
 // independent, so the misses overlap, though unlike a prefetch each one
 // holds back the instructions after it until its data arrives.
-func (l *layout) prefetch(hs []uint64) {
+func (l *core) prefetch(hs []uint64) {
 	var sum uint64
 	for _, h := range hs {
 		sum += atomic.LoadUint64(&l.blockOf(h)[0])
+	}
+	keep(sum)
+}
+
+// prefetch is core.prefetch for a counting filter's blocks.
+func (l *countingCore) prefetch(hs []uint64) {
+	var sum uint64
+	for _, h := range hs {
+		i, _ := bits.Mul64(h, l.nblocks)
+		sum += atomic.LoadUint64(&l.blocks[i][0])
 	}
 	keep(sum)
 }

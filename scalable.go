@@ -8,12 +8,6 @@ import (
 	"sync/atomic"
 )
 
-// DefaultGrowth is the Growth of a scalable filter whose Config leaves it
-// zero: each stage holds twice the keys of the one before, as with
-// RedisBloom's default EXPANSION 2 and in Almeida et al.'s "Scalable Bloom
-// Filters" (2007).
-const DefaultGrowth = 2
-
 // How a new scalable filter shares its false positive rate p among its
 // stages. Stage 0, the capacity the user asked for, gets firstShare·p.
 // The stages after it that take the filter to rampReach times that
@@ -22,31 +16,17 @@ const DefaultGrowth = 2
 // times the rate of the one before, from what is left. The rates sum to p
 // however many stages there are.
 //
-// Why this shape. Most users reserve the capacity they need, so stage 0 is
-// where the bytes matter: at 0.75·p it takes at most RedisBloom's bytes
-// for the same BF.RESERVE at p = 1% (0.97×), 1.05× at 0.1% and 1.15× at
-// 0.01%, where a 512-bit blocked filter needs 10% and 18% more bits than a
-// classic one and RedisBloom builds its first stage at p/2. The quarter of
-// p left for growth is half of what RedisBloom leaves, and a decreasing
-// (geometric) split of it, as RedisBloom's, comes at best to 1.22× its
-// bytes at 8× the reserve at 1% and 1.29× at 0.1%. For a known final size
-// the split that costs least gives each stage a rate in proportion to its
-// capacity (Lagrange: stage i takes about C_i·a·ln(1/p_i) bits), so the
-// stages up to 8× the reserve split theirs rising with capacity, which
-// brings 8× to 1.115× and 1.193×. The price is paid at other sizes: at 2×
-// the reserve 1.33× RedisBloom's bytes at 1% (1.36× at 0.1%), and past 8×
-// up to 1.27× (1.37×), where the best geometric split stays within 1.13×
-// to 1.29× from 2× to 1024×.
-//
-// The constants are the best of a grid (first share, reach, ramp share,
-// exponent, decay) by the worst ratio to RedisBloom from 2× to 1024× at 1%
-// and 0.1%, among those that meet every bound above (those at 8× with
-// 0.5% to spare), computed with Size, which gives the bytes New allocates
-// exactly, against RedisBloom's own sizing: go test -run
-// TestScheduleSearch -schedule.search -v prints it, docs/sizing.md has the
-// tables and the measured rates, and TestScheduleAgainstRedisBloom pins
-// the bounds. The file records these parameters (ScalableFilter.WriteTo),
-// so changing them changes new filters only.
+// Why this shape: most users reserve the capacity they need, so stage 0
+// is where the bytes matter, and gets most of p; for a filter that grows to
+// a known size the split that costs least gives each stage a rate in
+// proportion to its capacity, so the first stages after it share theirs
+// rising with capacity, and only the stages past rampReach fall
+// geometrically, as RedisBloom's do. The constants are the best of a grid
+// by their bytes against RedisBloom's from 2× to 1024× the reserve;
+// docs/sizing.md ("Why") has the figures, the bounds that
+// TestScheduleAgainstRedisBloom pins and the command that searches the
+// grid. The file records these parameters (ScalableFilter.WriteTo), so
+// changing them changes new filters only.
 const (
 	firstShare   = 0.75
 	rampReach    = 8
@@ -276,10 +256,10 @@ type ScalableFilter struct {
 // NewScalable returns a ScalableFilter that starts with room for initial
 // keys, grows by DefaultGrowth and keeps its false positive rate at or below
 // p. It panics on invalid parameters, as New does.
-func NewScalable(initial uint64, p float64) *ScalableFilter {
-	s, err := NewScalableWithConfig(Config{Capacity: initial, FPR: p})
+func NewScalable[P Rate](initial uint64, p P) *ScalableFilter {
+	s, err := NewScalableWithConfig(Config{Capacity: initial, FPR: float64(p)})
 	if err != nil {
-		panic(err)
+		panic(constructorPanic("NewScalable", initial, float64(p), err))
 	}
 	return s
 }
@@ -306,25 +286,28 @@ func NewScalableWithConfig(c Config) (*ScalableFilter, error) {
 // the key, to the newest stage beyond its capacity: no key is lost, but the
 // false positive rate rises above p, and Err says why. TryAdd refuses
 // instead.
-func (s *ScalableFilter) Add(key []byte) { s.AddHash(s.stages[0].Hash(key)) }
+func (s *ScalableFilter) Add(key []byte) { s.AddHash(s.stages[0].hash(key)) }
 
 // AddString is Add for a string key.
-func (s *ScalableFilter) AddString(key string) { s.AddHash(s.stages[0].HashString(key)) }
+func (s *ScalableFilter) AddString(key string) { s.AddHash(s.stages[0].hashString(key)) }
 
 // AddHash adds the key whose Hash is h.
 func (s *ScalableFilter) AddHash(h uint64) { s.insert(h, true) }
 
-// TestAndAdd reports whether key may already be in the filter, and adds it
-// if not, as Add does.
-func (s *ScalableFilter) TestAndAdd(key []byte) bool { return s.TestAndAddHash(s.stages[0].Hash(key)) }
+// TestOrAdd reports whether key may already be in the filter, and adds it
+// only if not, as Add does: bits-and-blooms' TestOrAdd. A scalable filter
+// has no TestAndAdd (bits-and-blooms' "add whatever the test says"): a key
+// it holds would take a place in the newest stage again, and the filter
+// would grow for keys it already has.
+func (s *ScalableFilter) TestOrAdd(key []byte) bool { return s.TestOrAddHash(s.stages[0].hash(key)) }
 
-// TestAndAddString is TestAndAdd for a string key.
-func (s *ScalableFilter) TestAndAddString(key string) bool {
-	return s.TestAndAddHash(s.stages[0].HashString(key))
+// TestOrAddString is TestOrAdd for a string key.
+func (s *ScalableFilter) TestOrAddString(key string) bool {
+	return s.TestOrAddHash(s.stages[0].hashString(key))
 }
 
-// TestAndAddHash is TestAndAdd for the key whose Hash is h.
-func (s *ScalableFilter) TestAndAddHash(h uint64) bool {
+// TestOrAddHash is TestOrAdd for the key whose Hash is h.
+func (s *ScalableFilter) TestOrAddHash(h uint64) bool {
 	added, _ := s.insert(h, true)
 	return !added
 }
@@ -333,12 +316,12 @@ func (s *ScalableFilter) TestAndAddHash(h uint64) bool {
 // whether it added it. When the key is new and the filter is full it adds
 // nothing and returns an error wrapping ErrFull; the filter keeps its rate.
 func (s *ScalableFilter) TryAdd(key []byte) (added bool, err error) {
-	return s.insert(s.stages[0].Hash(key), false)
+	return s.insert(s.stages[0].hash(key), false)
 }
 
 // TryAddString is TryAdd for a string key.
 func (s *ScalableFilter) TryAddString(key string) (added bool, err error) {
-	return s.insert(s.stages[0].HashString(key), false)
+	return s.insert(s.stages[0].hashString(key), false)
 }
 
 // TryAddHash is TryAdd for the key whose Hash is h.
@@ -350,6 +333,12 @@ func (s *ScalableFilter) insert(h uint64, overfill bool) (bool, error) {
 	if s.TestHash(h) {
 		return false, nil
 	}
+	return s.add(h, overfill)
+}
+
+// add puts the key whose hash is h, which the filter does not hold, in the
+// newest stage, growing first if it is full.
+func (s *ScalableFilter) add(h uint64, overfill bool) (bool, error) {
 	last := len(s.stages) - 1
 	if s.counts[last] >= s.stages[last].capacity {
 		if err := s.grow(); err == nil {
@@ -378,11 +367,11 @@ func (s *ScalableFilter) grow() error {
 }
 
 // Test reports whether key may be in the filter.
-func (s *ScalableFilter) Test(key []byte) bool { return s.TestHash(s.stages[0].Hash(key)) }
+func (s *ScalableFilter) Test(key []byte) bool { return s.TestHash(s.stages[0].hash(key)) }
 
 // TestString is Test for a string key.
 func (s *ScalableFilter) TestString(key string) bool {
-	return s.TestHash(s.stages[0].HashString(key))
+	return s.TestHash(s.stages[0].hashString(key))
 }
 
 // TestHash tests the key whose Hash is h, newest stage first.
@@ -394,9 +383,6 @@ func (s *ScalableFilter) TestHash(h uint64) bool {
 	}
 	return false
 }
-
-// Hash returns the filter's hash of key (XXH3 with its seed).
-func (s *ScalableFilter) Hash(key []byte) uint64 { return s.stages[0].Hash(key) }
 
 // Stages returns the number of stages.
 func (s *ScalableFilter) Stages() int { return len(s.stages) }
@@ -504,10 +490,10 @@ type atomicStage struct {
 }
 
 // NewAtomicScalable is NewScalable for an AtomicScalableFilter.
-func NewAtomicScalable(initial uint64, p float64) *AtomicScalableFilter {
-	s, err := NewAtomicScalableWithConfig(Config{Capacity: initial, FPR: p})
+func NewAtomicScalable[P Rate](initial uint64, p P) *AtomicScalableFilter {
+	s, err := NewAtomicScalableWithConfig(Config{Capacity: initial, FPR: float64(p)})
 	if err != nil {
-		panic(err)
+		panic(constructorPanic("NewAtomicScalable", initial, float64(p), err))
 	}
 	return s
 }
@@ -532,30 +518,30 @@ func NewAtomicScalableWithConfig(c Config) (*AtomicScalableFilter, error) {
 
 // Add inserts key into the newest stage, unless the filter already tests
 // positive for it; see ScalableFilter.Add.
-func (s *AtomicScalableFilter) Add(key []byte) { s.AddHash(s.first().Hash(key)) }
+func (s *AtomicScalableFilter) Add(key []byte) { s.AddHash(s.first().hash(key)) }
 
 // AddString is Add for a string key.
-func (s *AtomicScalableFilter) AddString(key string) { s.AddHash(s.first().HashString(key)) }
+func (s *AtomicScalableFilter) AddString(key string) { s.AddHash(s.first().hashString(key)) }
 
 func (s *AtomicScalableFilter) first() *AtomicFilter { return (*s.stages.Load())[0].f }
 
 // AddHash adds the key whose Hash is h.
 func (s *AtomicScalableFilter) AddHash(h uint64) { s.insert(h, true) }
 
-// TestAndAdd reports whether key may already be in the filter, and adds it
-// if not. When goroutines add the same new key at once, at least one of them
-// reports it as new, as AtomicFilter.TestAndAdd does.
-func (s *AtomicScalableFilter) TestAndAdd(key []byte) bool {
-	return s.TestAndAddHash(s.first().Hash(key))
+// TestOrAdd is ScalableFilter.TestOrAdd. When goroutines add the same new
+// key at once, at least one of them reports it as new, as
+// AtomicFilter.TestOrAdd does.
+func (s *AtomicScalableFilter) TestOrAdd(key []byte) bool {
+	return s.TestOrAddHash(s.first().hash(key))
 }
 
-// TestAndAddString is TestAndAdd for a string key.
-func (s *AtomicScalableFilter) TestAndAddString(key string) bool {
-	return s.TestAndAddHash(s.first().HashString(key))
+// TestOrAddString is TestOrAdd for a string key.
+func (s *AtomicScalableFilter) TestOrAddString(key string) bool {
+	return s.TestOrAddHash(s.first().hashString(key))
 }
 
-// TestAndAddHash is TestAndAdd for the key whose Hash is h.
-func (s *AtomicScalableFilter) TestAndAddHash(h uint64) bool {
+// TestOrAddHash is TestOrAdd for the key whose Hash is h.
+func (s *AtomicScalableFilter) TestOrAddHash(h uint64) bool {
 	added, _ := s.insert(h, true)
 	return !added
 }
@@ -563,12 +549,12 @@ func (s *AtomicScalableFilter) TestAndAddHash(h uint64) bool {
 // TryAdd is ScalableFilter.TryAdd. When goroutines add the same new key at
 // once, at least one of them reports it as added.
 func (s *AtomicScalableFilter) TryAdd(key []byte) (added bool, err error) {
-	return s.insert(s.first().Hash(key), false)
+	return s.insert(s.first().hash(key), false)
 }
 
 // TryAddString is TryAdd for a string key.
 func (s *AtomicScalableFilter) TryAddString(key string) (added bool, err error) {
-	return s.insert(s.first().HashString(key), false)
+	return s.insert(s.first().hashString(key), false)
 }
 
 // TryAddHash is TryAdd for the key whose Hash is h.
@@ -648,20 +634,17 @@ func (s *AtomicScalableFilter) addStage(i int) error {
 // Test reports whether key may be in the filter.
 func (s *AtomicScalableFilter) Test(key []byte) bool {
 	stages := *s.stages.Load()
-	return testStages(stages, stages[0].f.Hash(key))
+	return testStages(stages, stages[0].f.hash(key))
 }
 
 // TestString is Test for a string key.
 func (s *AtomicScalableFilter) TestString(key string) bool {
 	stages := *s.stages.Load()
-	return testStages(stages, stages[0].f.HashString(key))
+	return testStages(stages, stages[0].f.hashString(key))
 }
 
 // TestHash tests the key whose Hash is h.
 func (s *AtomicScalableFilter) TestHash(h uint64) bool { return testStages(*s.stages.Load(), h) }
-
-// Hash returns the filter's hash of key (XXH3 with its seed).
-func (s *AtomicScalableFilter) Hash(key []byte) uint64 { return s.first().Hash(key) }
 
 func testStages(stages []*atomicStage, h uint64) bool {
 	for i := len(stages) - 1; i >= 0; i-- {

@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"strings"
 
+	"github.com/ohbloom/ohbloom/internal/stream"
 	"github.com/zeebo/xxh3"
 )
 
@@ -72,7 +74,7 @@ func decodeSchedule(b []byte) (schedule, error) {
 
 // writeStages writes a scalable filter in format version 2, see
 // ScalableFilter.WriteTo.
-func writeStages(w io.Writer, c Config, s schedule, stages []*layout, counts []uint64) (int64, error) {
+func writeStages(w io.Writer, c Config, s schedule, stages []*core, counts []uint64) (int64, error) {
 	sum := xxh3.New()
 	hw := hashingWriter{w, sum}
 	hdr := header{version: FormatV2, kind: kindScalable, hash: hashXXH3, seed: c.Seed,
@@ -102,11 +104,24 @@ func writeStages(w io.Writer, c Config, s schedule, stages []*layout, counts []u
 	return written + int64(n), err
 }
 
+// stageError is an error in stage i of a scalable filter's encoding. It
+// says "ohbloom: " once, in front, as every decoder error does.
+type stageError struct {
+	i   int
+	err error
+}
+
+func (e *stageError) Error() string {
+	return fmt.Sprintf("ohbloom: stage %d: %s", e.i, strings.TrimPrefix(e.err.Error(), "ohbloom: "))
+}
+
+func (e *stageError) Unwrap() error { return e.err }
+
 // decodedStages is what readStages returns.
 type decodedStages struct {
 	config   Config
 	schedule schedule
-	stages   []layout
+	stages   []core
 	counts   []uint64
 }
 
@@ -115,68 +130,81 @@ type decodedStages struct {
 // stage i, and the count of new keys in each. Version 1 recorded no
 // counts: every stage but the newest held its capacity when the next began,
 // and the newest's count is estimated from its bits.
-func readStages(r io.Reader) (decodedStages, int64, error) {
+func readStages(r io.Reader) (decodedStages, int64, error) { return scanStages(r, true) }
+
+// scanStages is readStages, and with keep false Inspect's reader: it
+// checks everything readStages checks, but the stages it returns have no
+// blocks.
+func scanStages(r io.Reader, keep bool) (decodedStages, int64, error) {
 	var d decodedStages
 	sum := xxh3.New()
-	in := &exactReader{r: hashingReader{r, sum}}
+	in := &stream.Reader{R: hashingReader{r, sum}, Short: ErrTruncated}
 	var hdr [headerSize]byte
-	if err := in.fill(hdr[:]); err != nil && !errors.Is(err, ErrTruncated) {
-		return d, in.n, err
+	if err := in.Fill(hdr[:]); err != nil && !errors.Is(err, ErrTruncated) {
+		return d, in.N, err
 	}
-	h, err := decodeHeader(hdr[:in.n])
+	h, err := decodeHeader(hdr[:in.N])
 	if err == nil {
 		err = h.wantKind(kindScalable)
 	}
 	if err != nil {
-		return d, in.n, err
+		return d, in.N, err
 	}
 	if h.nblocks > maxStages {
-		return d, in.n, fmt.Errorf("%w: %d stages, at most %d", ErrCorrupt, h.nblocks, maxStages)
+		return d, in.N, fmt.Errorf("%w: %d stages, at most %d", ErrCorrupt, h.nblocks, maxStages)
 	}
 	if h.capacity == 0 || !(h.targetFPR > 0 && h.targetFPR < 1) {
-		return d, in.n, fmt.Errorf("%w: capacity %d at rate %v", ErrCorrupt, h.capacity, h.targetFPR)
+		return d, in.N, fmt.Errorf("%w: capacity %d at rate %v", ErrCorrupt, h.capacity, h.targetFPR)
 	}
 	d.schedule = v1Schedule
 	var counts []byte
 	if h.version == FormatV2 {
 		var rec [scheduleSize]byte
-		if err := in.fill(rec[:]); err != nil {
-			return d, in.n, err
+		if err := in.Fill(rec[:]); err != nil {
+			return d, in.N, err
 		}
 		if d.schedule, err = decodeSchedule(rec[:]); err != nil {
-			return d, in.n, err
+			return d, in.N, err
 		}
 		counts = make([]byte, 8*h.nblocks) // at most 8 KiB: maxStages
-		if err := in.fill(counts); err != nil {
-			return d, in.n, err
+		if err := in.Fill(counts); err != nil {
+			return d, in.N, err
 		}
 	}
 	c := Config{Capacity: h.capacity, FPR: h.targetFPR, Seed: h.seed, Growth: d.schedule.growth}
 	d.config = c
+	var newestSet uint64 // the set bits of the newest stage, when skimmed
 	for i := range int(h.nblocks) {
-		sh, blocks, n, err := readBlocks(in.r, kindBlocked)
-		in.n += n
+		var sh header
+		var blocks []block
+		var n int64
+		if keep {
+			sh, blocks, n, err = readBlocks(in.R, kindBlocked)
+		} else {
+			sh, newestSet, n, err = skimBlocks(in.R, kindBlocked)
+		}
+		in.N += n
 		if err != nil {
-			return d, in.n, fmt.Errorf("stage %d: %w", i, err)
+			return d, in.N, &stageError{i, err}
 		}
 		want, err := stageConfig(c, d.schedule, i)
 		if err != nil || sh.seed != c.Seed || sh.capacity != want.Capacity || sh.targetFPR != want.FPR {
-			return d, in.n, fmt.Errorf("%w: stage %d is sized for %d keys at %v with seed %#x, want %d at %v with %#x",
+			return d, in.N, fmt.Errorf("%w: stage %d is sized for %d keys at %v with seed %#x, want %d at %v with %#x",
 				ErrCorrupt, i, sh.capacity, sh.targetFPR, sh.seed, want.Capacity, want.FPR, c.Seed)
 		}
-		l := sh.layout()
+		l := sh.core()
 		l.blocks = blocks
 		d.stages = append(d.stages, l)
 	}
 	got := sum.Sum64()
 	var tail [trailerSize]byte
 	n, err := io.ReadFull(r, tail[:])
-	in.n += int64(n)
+	in.N += int64(n)
 	if err != nil {
-		return d, in.n, fmt.Errorf("%w: stream ended after %d bytes", ErrTruncated, in.n)
+		return d, in.N, fmt.Errorf("%w: stream ended after %d bytes", ErrTruncated, in.N)
 	}
 	if rec := getUint64(tail[:]); rec != got {
-		return d, in.n, fmt.Errorf("%w: data hashes to %#x, recorded %#x", ErrChecksum, got, rec)
+		return d, in.N, fmt.Errorf("%w: data hashes to %#x, recorded %#x", ErrChecksum, got, rec)
 	}
 	d.counts = make([]uint64, len(d.stages))
 	for i := range d.counts {
@@ -186,10 +214,14 @@ func readStages(r io.Reader) (decodedStages, int64, error) {
 		case i < len(d.stages)-1:
 			d.counts[i] = d.stages[i].capacity
 		default:
-			d.counts[i] = bitTable.estimateCount(d.stages[i].popcount(), d.stages[i].nblocks, d.stages[i].k)
+			set := newestSet
+			if keep {
+				set = d.stages[i].popcount()
+			}
+			d.counts[i] = bitTable.estimateCount(set, d.stages[i].nblocks, d.stages[i].k)
 		}
 	}
-	return d, in.n, nil
+	return d, in.N, nil
 }
 
 // WriteTo writes the filter in format version 2 (FormatV2). All integers
@@ -236,9 +268,9 @@ func readStages(r io.Reader) (decodedStages, int64, error) {
 // stage but the newest counts as full, and the newest's count is
 // estimated from its bits.
 func (s *ScalableFilter) WriteTo(w io.Writer) (int64, error) {
-	ls := make([]*layout, len(s.stages))
+	ls := make([]*core, len(s.stages))
 	for i, f := range s.stages {
-		ls[i] = &f.layout
+		ls[i] = &f.core
 	}
 	return writeStages(w, s.config, s.schedule, ls, s.counts)
 }
@@ -266,9 +298,9 @@ func (s *ScalableFilter) ReadFrom(r io.Reader) (int64, error) {
 // added may or may not include them.
 func (s *AtomicScalableFilter) WriteTo(w io.Writer) (int64, error) {
 	stages := *s.stages.Load()
-	ls := make([]*layout, len(stages))
+	ls := make([]*core, len(stages))
 	for i, st := range stages {
-		ls[i] = &st.f.layout
+		ls[i] = &st.f.core
 	}
 	return writeStages(w, s.config, s.schedule, ls, stageCounts(stages))
 }

@@ -17,7 +17,7 @@ var (
 )
 
 // redisBloomBytes is the memory RedisBloom 2.8 and 8.x report (BF.INFO
-// Size) for BF.RESERVE key p n EXPANSION growth once it holds the given
+// Geometry) for BF.RESERVE key p n EXPANSION growth once it holds the given
 // number of filters: stage i holds n·growth^i items at error p/2^(i+1), a
 // classic filter of floor(n_i·ln(1/p_i)/ln²2) bits rounded up to 64
 // (bloom_init with BLOOM_OPT_NOROUND), plus 32 bytes for the chain and 64
@@ -60,7 +60,7 @@ func scheduleBytes(s schedule, n uint64, p float64, stages int, size func(uint64
 }
 
 func exactBytes(n uint64, p float64) float64 {
-	blocks, _, err := Size(n, p)
+	blocks, _, err := Geometry(n, p)
 	if err != nil {
 		return math.Inf(1)
 	}
@@ -83,7 +83,7 @@ var redisBloomBounds = []struct {
 }
 
 // TestScheduleAgainstRedisBloom pins the figures the issue measured on
-// RedisBloom to redisBloomBytes, then checks by the exact model (Size
+// RedisBloom to redisBloomBytes, then checks by the exact model (Geometry
 // computes the bytes New allocates, exactly) that the schedule of a new
 // filter stays within the bounds, and logs its ratios to RedisBloom from 1×
 // to 1024× the reserve.
@@ -159,7 +159,7 @@ func candidate(growth uint64, first float64, reach uint64, share, exponent, deca
 // exponent and decay it keeps the schedules that meet every bound of the
 // issue (growth 2, RedisBloom's default), and ranks them by their worst
 // ratio to RedisBloom's bytes at 2× to 1024× the reserve, at 1% and 0.1%.
-// The grid runs on bytes interpolated from Size; the best are then
+// The grid runs on bytes interpolated from Geometry; the best are then
 // recomputed exactly. Reach 1 is the plain geometric split, shown for
 // comparison.
 //
@@ -168,7 +168,7 @@ func TestScheduleSearch(t *testing.T) {
 	if !*scheduleSearch {
 		t.Skip("run with -schedule.search")
 	}
-	// Bytes per key at rate p, from Size at 10^6 keys on a log grid.
+	// Bytes per key at rate p, from Geometry at 10^6 keys on a log grid.
 	const lo, hi, steps = -12.0, -1.0, 2200
 	grid := make([]float64, steps+1)
 	for i := range grid {

@@ -22,7 +22,7 @@ import (
 type scalable interface {
 	Add([]byte)
 	Test([]byte) bool
-	TestAndAdd([]byte) bool
+	TestOrAdd([]byte) bool
 	TryAdd([]byte) (bool, error)
 	Stages() int
 	Count() uint64
@@ -42,7 +42,7 @@ func stageOf(s scalable, i int) (*Filter, uint64) {
 		return s.Stage(i), s.counts[i]
 	case *AtomicScalableFilter:
 		st := (*s.stages.Load())[i]
-		return st.f.ToFilter(), st.added.Load()
+		return st.f.ToPlain(), st.added.Load()
 	}
 	panic("unknown type")
 }
@@ -122,7 +122,7 @@ func TestScalableKeepsItsRate(t *testing.T) {
 			t.Errorf("the atomic filter has %d stages and %d keys, the plain one %d and %d", a.Stages(), a.Count(), s.Stages(), s.Count())
 		}
 		for i := range s.Stages() {
-			if !s.Stage(i).Equal((*a.stages.Load())[i].f.ToFilter()) {
+			if !s.Stage(i).Equal((*a.stages.Load())[i].f.ToPlain()) {
 				t.Errorf("stage %d differs between the plain and the atomic filter", i)
 			}
 		}
@@ -166,7 +166,7 @@ func TestScalableGrowsOnlyPastCapacity(t *testing.T) {
 		}
 		// Keys it holds, or tests positive for, do not make it grow.
 		for _, k := range keys[:1000] {
-			if !s.TestAndAdd(k) {
+			if !s.TestOrAdd(k) {
 				t.Fatalf("%s: a key added before is new", kind.name)
 			}
 		}
@@ -338,7 +338,7 @@ func TestScalableMaxBytes(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		blocks, _, _ := Size(cfg.Capacity, cfg.FPR)
+		blocks, _, _ := Geometry(cfg.Capacity, cfg.FPR)
 		if want <= blocks*blockBytes {
 			t.Errorf("%+v: ScalableSizeBytes %d, not above the %d bytes of a Filter at the whole rate", cfg, want, blocks*blockBytes)
 		}
@@ -400,7 +400,7 @@ func TestAtomicScalableConcurrent(t *testing.T) {
 		wg.Go(func() {
 			for i := range per {
 				k := fmt.Sprintf("%d/%d", w, i)
-				if !a.TestAndAddString(k) {
+				if !a.TestOrAddString(k) {
 					added.Add(1)
 				}
 				if !a.TestString(k) {
@@ -518,7 +518,7 @@ func TestScalableConfig(t *testing.T) {
 	if r1.Stages() < 2 || r1.Stage(0).Seed() != r1.Stage(1).Seed() || r1.Config().Seed != r1.Stage(0).Seed() || r1.Config().RandomSeed {
 		t.Fatal("stages of a random-seeded filter must share its seed")
 	}
-	if !r1.TestString("99") || r1.Hash([]byte("x")) != r1.Stage(1).Hash([]byte("x")) {
+	if !r1.TestString("99") || Hash(r1.Config().Seed, []byte("x")) != Hash(r1.Stage(1).Seed(), []byte("x")) {
 		t.Fatal("stages disagree on hashes")
 	}
 }

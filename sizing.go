@@ -10,14 +10,8 @@ import (
 	"sync/atomic"
 
 	"github.com/ohbloom/ohbloom/internal/fpr"
+	"github.com/ohbloom/ohbloom/internal/sysmem"
 )
-
-// DefaultSeed is the hash seed of filters built without Config.Seed or
-// Config.RandomSeed. It is fixed and public, so that filters built anywhere
-// agree bit for bit and can be merged and stored; xxh3 with seed 0 is the
-// plain XXH3_64bits. Anyone who knows it can craft keys that all land in one
-// block; where keys come from untrusted users, set Config.RandomSeed.
-const DefaultSeed uint64 = 0
 
 // sizingMargin is how far below the requested rate New aims the expected
 // rate: 2%. It covers what the exact model leaves to chance (how keys fall
@@ -63,24 +57,42 @@ type Config struct {
 	_ struct{} // forces keyed fields, so that the Config can grow
 }
 
-// ErrInvalidConfig is wrapped by every error about a Config's values.
-var ErrInvalidConfig = errors.New("ohbloom: invalid config")
+// Errors of building, changing and combining filters. Each error wraps
+// one of them where it applies, and says what exactly was wrong.
+var (
+	// ErrInvalidConfig is wrapped by every error about a Config's values.
+	ErrInvalidConfig = errors.New("ohbloom: invalid config")
 
-// ErrTooLarge is returned when a filter would need more than MaxBlocks blocks
-// or more memory than the platform can address or the machine has.
-var ErrTooLarge = errors.New("ohbloom: filter too large")
+	// ErrTooLarge is returned when a filter would need more than MaxBlocks
+	// blocks or more memory than the platform can address or the machine
+	// has.
+	ErrTooLarge = errors.New("ohbloom: filter too large")
 
-// ErrFull is wrapped by the error of a scalable filter that cannot take
-// another new key: its newest stage holds its capacity and the next stage
-// cannot be added, because it would take the filter past Config.MaxBytes
-// or cannot be built at all (then the error wraps ErrTooLarge or
-// ErrInvalidConfig too). The filter still answers for every key it holds.
-var ErrFull = errors.New("ohbloom: filter is full")
+	// ErrFull is wrapped by the error of a scalable filter that cannot take
+	// another new key: its newest stage holds its capacity and the next
+	// stage cannot be added, because it would take the filter past
+	// Config.MaxBytes or cannot be built at all (then the error wraps
+	// ErrTooLarge or ErrInvalidConfig too). The filter still answers for
+	// every key it holds.
+	ErrFull = errors.New("ohbloom: filter is full")
 
-// plan turns a Config into a layout with no storage yet, for a filter
+	// ErrNotPresent is returned by a counting filter's Remove for a key
+	// the filter says is absent.
+	ErrNotPresent = errors.New("ohbloom: key not in the filter")
+
+	// ErrIncompatible is returned when two filters cannot be combined
+	// because their block counts, partition counts or seeds differ.
+	ErrIncompatible = errors.New("ohbloom: incompatible filters")
+
+	// ErrBlockRange is returned by OrBlocks for data that is not whole
+	// blocks or reaches past the filter's last block.
+	ErrBlockRange = errors.New("ohbloom: blocks out of range")
+)
+
+// plan turns a Config into a core with no storage yet, for a filter
 // about to be allocated here: one larger than this machine's memory is
 // ErrTooLarge.
-func (c Config) plan() (layout, error) {
+func (c Config) plan() (core, error) {
 	l, err := c.planLayout()
 	if err == nil {
 		err = checkMemory(l.nblocks)
@@ -90,8 +102,8 @@ func (c Config) plan() (layout, error) {
 
 // planLayout is plan without the memory check, for a Layout whose bits
 // live elsewhere (NewLayout; a Redis-stored filter).
-func (c Config) planLayout() (layout, error) {
-	var l layout
+func (c Config) planLayout() (core, error) {
+	var l core
 	nblocks, k, seed, err := c.geometry(bitTable)
 	if err != nil {
 		return l, err
@@ -147,24 +159,6 @@ func (c Config) unboundedGeometry(table *partitionTable) (nblocks uint64, k int,
 	return nblocks, k, seed, err
 }
 
-// setGeometry sets the seed, the block count and k, and everything made
-// from them.
-func (l *layout) setGeometry(seed, nblocks uint64, k int) {
-	l.seed = seed
-	l.secret.fold(seed)
-	l.nblocks, l.k, l.parts = nblocks, k, partitionsFor(k)
-	l.test, l.atomicTest, l.add, l.atomicAdd, l.mask = testFuncs[k], atomicTestFuncs[k], addFuncs[k], atomicAddFuncs[k], maskFuncs[k]
-	l.setVec(newVecProbe(l.parts[:k]))
-}
-
-// setVec sets l's vector probe, p or nil, with vec8.
-func (l *layout) setVec(p *vecProbe) {
-	l.vec, l.vec8 = p, nil
-	if l.k <= 8 {
-		l.vec8 = p
-	}
-}
-
 // checkBlocks refuses block counts beyond MaxBlocks, beyond what a slice can
 // index on this platform, or beyond this machine's memory.
 func checkBlocks(n uint64) error {
@@ -187,17 +181,17 @@ func checkBlockLimits(n uint64) error {
 // checkMemory refuses block counts beyond this machine's memory, for a
 // filter about to be allocated.
 func checkMemory(n uint64) error {
-	if mem := physicalMemory(); n > mem/blockBytes {
+	if mem := sysmem.RAMPlusSwap(); n > mem/blockBytes {
 		return fmt.Errorf("%w: %d blocks take %d bytes, the machine has %d (RAM and swap)",
 			ErrTooLarge, n, n*blockBytes, mem)
 	}
 	return nil
 }
 
-// Size returns the geometry New uses for n keys at false positive rate p: the
-// number of 64-byte blocks and the number of partitions k. Of all k from 2 to
-// 16 it takes the one that meets p with the fewest blocks, by the exact rate
-// of a blocked one-hash filter (see package fpr):
+// Geometry returns the geometry New uses for n keys at false positive rate
+// p: the number of 64-byte blocks and the number of partitions k. Of all k
+// from 2 to 16 it takes the one that meets p with the fewest blocks, by the
+// exact rate of a blocked one-hash filter (see package fpr):
 //
 //	FPR(λ) = Σ_j Poisson(j; λ) · Π_i (1 − (1 − 1/size_i)^j),  λ = n / blocks
 //
@@ -205,7 +199,7 @@ func checkMemory(n uint64) error {
 // rate strays further from the expected one: it adds blocks until the
 // expected rate plus two standard deviations of the realized one is within
 // the aim.
-func Size(n uint64, p float64) (blocks uint64, k int, err error) { return bitTable.size(n, p) }
+func Geometry(n uint64, p float64) (blocks uint64, k int, err error) { return bitTable.size(n, p) }
 
 // partitionTable is one shape of block: how many slots (bits, or counters)
 // it has and, for each k up to kmax, the sizes of its partitions.
@@ -228,7 +222,7 @@ func (t *partitionTable) ints(k int) []int {
 	return s
 }
 
-// size is Size for blocks of this table's shape.
+// size is Geometry for blocks of this table's shape.
 func (t *partitionTable) size(n uint64, p float64) (blocks uint64, k int, err error) {
 	if n == 0 {
 		return 0, 0, fmt.Errorf("%w: n is 0", ErrInvalidConfig)
@@ -314,7 +308,7 @@ var cachedLoads atomic.Int64
 
 // ExpectedFPR returns the false positive rate a filter of the given geometry
 // is expected to have once it holds n distinct keys, by the exact model
-// Size uses.
+// Geometry uses.
 func ExpectedFPR(n, blocks uint64, k int) float64 {
 	if blocks == 0 || k < minK || k > maxK {
 		return math.NaN()

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -20,14 +21,16 @@ import (
 // in the same directory, syncs it, renames it over path and syncs the
 // directory. A crash at any moment leaves path holding either the old
 // snapshot or the new one, never a torn file (a stale temporary file
-// ".NAME.tmp-*" may be left beside it). On error path is untouched.
+// ".NAME.tmp-*" may be left beside it). On error path is untouched. Only
+// a regular file or a new name is written: a directory, symbolic link,
+// device, named pipe or socket at path is an error (see SaveFile).
 func (f *Filter) Save(path string) error { return f.save(path) }
 
 // Save is Filter.Save. Keys added during the save may or may not be in the
 // snapshot, which is consistent with its checksum either way.
 func (f *AtomicFilter) Save(path string) error { return f.save(path) }
 
-func (l *layout) save(path string) error { return SaveFile(path, writerToFunc(l.writeTo)) }
+func (l *core) save(path string) error { return SaveFile(path, writerToFunc(l.writeTo)) }
 
 // writerToFunc lets an unexported encoder be passed as an io.WriterTo.
 type writerToFunc func(io.Writer) (int64, error)
@@ -37,16 +40,22 @@ func (f writerToFunc) WriteTo(w io.Writer) (int64, error) { return f(w) }
 // SaveFile writes what src encodes to path as Filter.Save does: into a
 // temporary file in the same directory, synced, renamed over path, and the
 // directory synced, so that a crash leaves either the old file or the new
-// one. Every filter type's Save uses it; it is exported for files that hold
-// a filter among other things (a server's records, say).
+// one. Filter.Save and AtomicFilter.Save use it; it is exported for the
+// other filters' encodings and for files that hold filters among other
+// things (the records of ohbloom serve, say).
 //
 // The file is created with permissions 0666 less the process's umask, as
 // cp, tar and most tools create files (0644 under the usual umask 022):
-// a snapshot is meant to be read by other processes. A path that names a
-// directory is an error before anything is written.
+// a snapshot is meant to be read by other processes.
+//
+// Only a regular file is replaced: a path that names anything else (a
+// directory, a symbolic link, a device, a named pipe, a socket) is an error
+// that says what it is, before anything is written, since the rename
+// would put a regular file in its place (a symbolic link is replaced, not
+// followed, and a device node would be gone).
 func SaveFile(path string, src io.WriterTo) (err error) {
-	if st, err := os.Stat(path); err == nil && st.IsDir() {
-		return fmt.Errorf("ohbloom: save %s: is a directory", path)
+	if err := replaceable(path); err != nil {
+		return fmt.Errorf("ohbloom: save %s: %w", path, err)
 	}
 	dir, name := filepath.Split(path)
 	if dir == "" {
@@ -59,13 +68,13 @@ func SaveFile(path string, src io.WriterTo) (err error) {
 		if errors.As(err, &pe) {
 			err = pe.Err
 		}
-		return fmt.Errorf("ohbloom: save %s: %w", path, err)
+		return &fileError{"save", path, err}
 	}
 	defer func() {
 		if err != nil {
 			tmp.Close()
 			os.Remove(tmp.Name())
-			err = fmt.Errorf("ohbloom: save %s: %w", path, err)
+			err = &fileError{"save", path, err}
 		}
 	}()
 	w := bufio.NewWriterSize(tmp, 1<<20)
@@ -81,10 +90,54 @@ func SaveFile(path string, src io.WriterTo) (err error) {
 	if err := tmp.Close(); err != nil {
 		return err
 	}
+	// Again: the path may have been made since the first look.
+	if err := replaceable(path); err != nil {
+		return err
+	}
 	if err := os.Rename(tmp.Name(), path); err != nil {
 		return err
 	}
 	return syncDir(dir)
+}
+
+// replaceable reports an error unless path is missing or a regular file,
+// which a rename may replace. It looks at path itself, not at what a
+// symbolic link points to.
+func replaceable(path string) error {
+	st, err := os.Lstat(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err // the caller names the path
+		}
+		return err
+	}
+	if st.Mode().IsRegular() {
+		return nil
+	}
+	return fmt.Errorf("is %s, not a regular file: a snapshot replaces only a regular file, or makes a new one", fileKind(st.Mode()))
+}
+
+// fileKind names what a file that is not a regular one is.
+func fileKind(m fs.FileMode) string {
+	switch {
+	case m.IsDir():
+		return "a directory"
+	case m&fs.ModeSymlink != 0:
+		return "a symbolic link"
+	case m&fs.ModeNamedPipe != 0:
+		return "a named pipe"
+	case m&fs.ModeSocket != 0:
+		return "a socket"
+	case m&fs.ModeCharDevice != 0:
+		return "a character device"
+	case m&fs.ModeDevice != 0:
+		return "a device"
+	}
+	return "a file of type " + m.Type().String()
 }
 
 // createTemp creates a new file dir/prefix+random, as os.CreateTemp does
@@ -102,24 +155,30 @@ func createTemp(dir, prefix string) (*os.File, error) {
 }
 
 // Load reads a snapshot written by Save (or any encoded filter) into a new
-// Filter. The file is read once, decoded and checked in full; see Open to
-// serve a large snapshot from the file itself, without a copy in memory.
-func Load(path string) (*Filter, error) {
-	file, err := os.Open(path)
-	if err != nil {
-		return nil, fmt.Errorf("ohbloom: %w", err) // "open PATH: why"
-	}
-	defer file.Close()
-	var f Filter
-	n, err := f.ReadFrom(bufio.NewReaderSize(file, 1<<20))
-	if err != nil {
-		return nil, fmt.Errorf("ohbloom: load %s: %w", path, err)
-	}
-	if st, err := file.Stat(); err == nil && st.Size() != n {
-		return nil, fmt.Errorf("ohbloom: load %s: %w: %d bytes after the filter", path, ErrCorrupt, st.Size()-n)
-	}
-	return &f, nil
+// Filter. The file is read once, decoded and checked in full, and must
+// hold exactly one filter; see Open to serve a large snapshot from the
+// file itself, without a copy in memory. A file of another kind of filter
+// is an error wrapping ErrUnknownKind that says which call reads it
+// (LoadCounting, LoadScalable).
+func Load(path string) (*Filter, error) { return loadAs(path, kindBlocked, new(Filter)) }
+
+// sizedReader reads a file of known size and says how much of it is left,
+// so that ReadFrom allocates the filter once, at its size (see remaining).
+// It reads straight from the file: ReadFrom moves the blocks in 64 KiB
+// reads, which a buffer would only copy once more.
+type sizedReader struct {
+	r    io.Reader
+	left int64
 }
+
+func (s *sizedReader) Read(p []byte) (int, error) {
+	n, err := s.r.Read(p)
+	s.left -= int64(n)
+	return n, err
+}
+
+// Len is what is left of the file, as far as this process knows.
+func (s *sizedReader) Len() int { return int(min(max(s.left, 0), math.MaxInt)) }
 
 // Snapshot is a read-only filter served from a snapshot file mapped into
 // memory. It is safe for concurrent use by multiple goroutines, up to Close.
@@ -137,7 +196,7 @@ func Load(path string) (*Filter, error) {
 //     first): a Test that reaches a page past the new end faults, and the
 //     fault (SIGBUS) kills the process; recover cannot catch it. The
 //     Checked methods (TestChecked, TestBatchChecked) turn it into an error
-//     wrapping ErrTruncated, at about 10 ns a call.
+//     wrapping ErrTruncated, at a few nanoseconds a call.
 //   - cp, dd, or any write over the old bytes: Tests answer from a mix of
 //     old and new bits, unchecked, and may say "absent" for a key that is
 //     in both files.
@@ -147,7 +206,7 @@ func Load(path string) (*Filter, error) {
 // keeps the old file's pages until Close, and the next Open sees the new
 // file. Never copy over a file that a process has open.
 type Snapshot struct {
-	layout
+	core
 	mapping []byte // the mapped file, nil when it was read
 	path    string
 }
@@ -157,11 +216,13 @@ type Snapshot struct {
 // the file is exactly as long as the header announces, and the checksum of
 // the data, so that a Test never answers from corrupt bits. Checking the
 // data reads the file once, at memory speed when it is in the page cache
-// (0.1 s for a 1.25 GB snapshot on a 2-core VM, 0.15% of rebuilding it from
-// its keys; from disk, at the disk's speed), and leaves its pages mapped
-// for the Tests that follow. A file that fails a check is an error wrapping one of
+// (a small fraction of rebuilding it from its keys; docs/operations.md) and
+// at the disk's speed from disk, and leaves its pages mapped for the Tests
+// that follow. A file that fails a check is an error wrapping one of
 // the package's sentinels: ErrChecksum for a changed byte, ErrTruncated for
-// a short file, and so on.
+// a short file, and so on. Only a Filter's (or AtomicFilter's) file is
+// mapped: the file of a counting or scalable filter is an error wrapping
+// ErrUnknownKind that says what it holds and which Load function reads it.
 //
 // The returned Snapshot maps the file: see the type's documentation for
 // what writing to the file in place does to it, and how to replace it
@@ -186,29 +247,32 @@ func open(path string, verify bool) (*Snapshot, error) {
 	var hdr [headerSize]byte
 	n, err := io.ReadFull(file, hdr[:])
 	if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) && !errors.Is(err, io.EOF) {
-		return nil, fmt.Errorf("ohbloom: open %s: %w", path, err)
+		return nil, &fileError{"open", path, err}
 	}
 	h, err := decodeHeader(hdr[:n])
-	if err == nil {
-		err = h.wantKind(kindBlocked)
+	if err == nil && h.kind != kindBlocked {
+		// Only a Filter's blocks are mapped: a counting filter exists to
+		// change and a scalable one to grow, and a scalable file's stages
+		// do not start 64-byte aligned.
+		err = &kindMismatch{got: h.kind, want: kindBlocked}
 	}
 	if err != nil {
-		return nil, fmt.Errorf("ohbloom: open %s: %w", path, err)
+		return nil, &fileError{"open", path, err}
 	}
 	st, err := file.Stat()
 	if err != nil {
-		return nil, fmt.Errorf("ohbloom: open %s: %w", path, err)
+		return nil, &fileError{"open", path, err}
 	}
 	if want := encodedSize(h.nblocks); uint64(st.Size()) != want {
 		kind := ErrCorrupt
 		if uint64(st.Size()) < want {
 			kind = ErrTruncated
 		}
-		return nil, fmt.Errorf("ohbloom: open %s: %w: %d bytes, the header announces %d", path, kind, st.Size(), want)
+		return nil, &fileError{"open", path, fmt.Errorf("%w: %d bytes, the header announces %d", kind, st.Size(), want)}
 	}
-	s := &Snapshot{layout: h.layout(), path: path}
+	s := &Snapshot{core: h.core(), path: path}
 	if s.mapping, s.blocks, err = mapBlocks(file, h.nblocks); err != nil {
-		return nil, fmt.Errorf("ohbloom: open %s: %w", path, err)
+		return nil, &fileError{"open", path, err}
 	}
 	if s.blocks == nil {
 		// No mapping here: read the file the ordinary way, which checks
@@ -217,7 +281,7 @@ func open(path string, verify bool) (*Snapshot, error) {
 		if err != nil {
 			return nil, err
 		}
-		s.layout = f.layout
+		s.core = f.core
 		return s, nil
 	}
 	if verify {
@@ -246,7 +310,7 @@ func (s *Snapshot) Verify() error {
 		return err
 	}
 	if sum != rec {
-		return fmt.Errorf("ohbloom: %s: %w: data hashes to %#x, recorded %#x", s.path, ErrChecksum, sum, rec)
+		return &fileError{"", s.path, fmt.Errorf("%w: data hashes to %#x, recorded %#x", ErrChecksum, sum, rec)}
 	}
 	return nil
 }
@@ -273,7 +337,7 @@ func (s *Snapshot) recoverFault(err *error) {
 		return
 	}
 	if f, ok := r.(interface{ Addr() uintptr }); ok && s.maps(f.Addr()) {
-		*err = fmt.Errorf("ohbloom: %s: %w: the file shrank under its mapping (truncated or copied over in place; replace a snapshot by rename)", s.path, ErrTruncated)
+		*err = &fileError{"", s.path, fmt.Errorf("%w: the file shrank under its mapping (truncated or copied over in place; replace a snapshot by rename)", ErrTruncated)}
 		return
 	}
 	panic(r)
@@ -287,9 +351,9 @@ func (s *Snapshot) maps(addr uintptr) bool {
 
 // TestChecked is Test, but a file truncated under the mapping makes it
 // return an error wrapping ErrTruncated where Test would crash the process
-// (see Snapshot). It costs about 10 ns more than Test (measured on a
-// snapshot in the caches: 22 ns against 11), which matters only where a
-// Test costs little; TestBatchChecked pays it once per batch.
+// (see Snapshot). It costs a few nanoseconds more than Test
+// (docs/operations.md), which matters only where a Test costs little;
+// TestBatchChecked pays it once per batch.
 func (s *Snapshot) TestChecked(key []byte) (ok bool, err error) {
 	if s.mapping == nil {
 		return s.Test(key), nil
@@ -311,18 +375,16 @@ func (s *Snapshot) Test(key []byte) bool {
 	return s.testBits(s.blockOf(h), residue(h))
 }
 
-// TestString is Test for a string key.
-func (s *Snapshot) TestString(key string) bool {
-	h := xxh3.HashStringSeed(key, s.seed)
-	return s.testBits(s.blockOf(h), residue(h))
-}
+// TestString is Test for a string key. It views the string's bytes,
+// which Test only reads, and inlines into its caller.
+func (s *Snapshot) TestString(key string) bool { return s.Test(stringBytes(key)) }
 
 // TestHash tests the key whose Hash is h.
 func (s *Snapshot) TestHash(h uint64) bool { return s.testBits(s.blockOf(h), residue(h)) }
 
 // TestBatch tests keys as Filter.TestBatch does.
 func (s *Snapshot) TestBatch(keys [][]byte, results []bool) {
-	runKeys(&s.layout, keys, opTest, results)
+	runKeys(&s.core, keys, opTest, results)
 }
 
 // TestHashes tests hashes as Filter.TestHashes does.

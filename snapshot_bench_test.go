@@ -3,6 +3,8 @@ package ohbloom
 import (
 	"path/filepath"
 	"testing"
+
+	"github.com/ohbloom/ohbloom/internal/testkeys"
 )
 
 // BenchmarkSnapshot compares, for a 1.25 GB filter (10^9 keys at 1%), the
@@ -18,7 +20,7 @@ func BenchmarkSnapshot(b *testing.B) {
 	keys := func(yield func([]byte) bool) {
 		var buf [16]byte
 		for i := range uint64(n) {
-			if !yield(benchKey(&buf, i)) {
+			if !yield(testkeys.Key16(&buf, i)) {
 				return
 			}
 		}
@@ -35,7 +37,7 @@ func BenchmarkSnapshot(b *testing.B) {
 				b.Fatal(err)
 			}
 			var buf [16]byte
-			if !s.Test(benchKey(&buf, 12345)) {
+			if !s.Test(testkeys.Key16(&buf, 12345)) {
 				b.Fatal("key not found")
 			}
 			s.Close()
@@ -48,7 +50,7 @@ func BenchmarkSnapshot(b *testing.B) {
 				b.Fatal(err)
 			}
 			var buf [16]byte
-			if !s.Test(benchKey(&buf, 12345)) {
+			if !s.Test(testkeys.Key16(&buf, 12345)) {
 				b.Fatal("key not found")
 			}
 			s.Close()
@@ -79,7 +81,7 @@ func BenchmarkSnapshotChecked(b *testing.B) {
 	f := New(n, 0.01)
 	var buf [16]byte
 	for i := range uint64(n) {
-		f.Add(benchKey(&buf, i))
+		f.Add(testkeys.Key16(&buf, i))
 	}
 	if err := f.Save(path); err != nil {
 		b.Fatal(err)
@@ -91,7 +93,7 @@ func BenchmarkSnapshotChecked(b *testing.B) {
 	defer s.Close()
 	keys := make([][]byte, 1024)
 	for i := range keys {
-		keys[i] = benchKey(new([16]byte), uint64(i)*977) // all added
+		keys[i] = testkeys.Key16(new([16]byte), uint64(i)*977) // all added
 	}
 	results := make([]bool, len(keys))
 	perKey := func(b *testing.B, done int) {

@@ -15,6 +15,7 @@ import (
 
 	bloom "github.com/bits-and-blooms/bloom/v3"
 	"github.com/ohbloom/ohbloom"
+	"github.com/ohbloom/ohbloom/classic"
 	"github.com/zeebo/xxh3"
 )
 
@@ -78,7 +79,7 @@ var builders = []builder{
 		return f.Test
 	}},
 	{"classic-guava", true, func(n int, keys Keys, _ [][]byte, _ *liveStreams) func([]byte) bool {
-		f, err := ohbloom.NewClassicWithEstimates(ohbloom.GuavaMurmur128Mitz64, uint64(n), 0.01)
+		f, err := classic.NewWithEstimates(classic.Guava, uint64(n), 0.01)
 		if err != nil {
 			panic(err)
 		}
@@ -129,7 +130,7 @@ var builders = []builder{
 		// A budget of one filter: the block-range build.
 		f := ohbloom.NewAtomic(uint64(n), 0.01)
 		live.start(f)
-		f.AddParallelWith(views, ohbloom.LoadConfig{MaxMemory: f.SizeBytes()})
+		f.AddParallelWith(views, ohbloom.ParallelConfig{MaxMemory: f.SizeBytes()})
 		live.stop()
 		return f.Test
 	}},
@@ -143,7 +144,7 @@ var builders = []builder{
 	{"atomic-addseq-ranges+streams", false, func(n int, keys Keys, _ [][]byte, live *liveStreams) func([]byte) bool {
 		f := ohbloom.NewAtomic(uint64(n), 0.01)
 		live.start(f)
-		f.AddSeqWith(keySeq(keys, n), ohbloom.LoadConfig{MaxMemory: f.SizeBytes()})
+		f.AddSeqWith(keySeq(keys, n), ohbloom.ParallelConfig{MaxMemory: f.SizeBytes()})
 		live.stop()
 		return f.Test
 	}},

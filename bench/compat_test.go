@@ -6,10 +6,10 @@ import (
 	"testing"
 
 	bloom "github.com/bits-and-blooms/bloom/v3"
-	"github.com/ohbloom/ohbloom"
+	"github.com/ohbloom/ohbloom/classic"
 )
 
-// TestBitsAndBloomsCompatibility checks ohbloom's ClassicFilter with the
+// TestBitsAndBloomsCompatibility checks ohbloom's classic.Filter with the
 // BitsAndBlooms strategy against the real bits-and-blooms/bloom/v3: the
 // same size for the same estimates, the same bytes after the same adds,
 // the same answer to every query, and each reads what the other wrote.
@@ -22,12 +22,12 @@ func TestBitsAndBloomsCompatibility(t *testing.T) {
 		t.Run(fmt.Sprintf("n=%d/p=%g", c.n, c.p), func(t *testing.T) {
 			keys := NewKeys(c.n+20_000, uint64(c.n))
 			theirs := bloom.NewWithEstimates(uint(c.n), c.p)
-			ours, err := ohbloom.NewClassicWithEstimates(ohbloom.BitsAndBlooms, uint64(c.n), c.p)
+			ours, err := classic.NewWithEstimates(classic.BitsAndBlooms, uint64(c.n), c.p)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if ours.Cap() != uint64(theirs.Cap()) || ours.K() != uint64(theirs.K()) {
-				t.Fatalf("sizes: ours m=%d k=%d, theirs m=%d k=%d", ours.Cap(), ours.K(), theirs.Cap(), theirs.K())
+			if ours.Bits() != uint64(theirs.Cap()) || ours.Hashes() != uint64(theirs.K()) {
+				t.Fatalf("sizes: ours m=%d k=%d, theirs m=%d k=%d", ours.Bits(), ours.Hashes(), theirs.Cap(), theirs.K())
 			}
 			for i := range c.n {
 				k := keys.At(i)[:c.keySize]
@@ -44,7 +44,7 @@ func TestBitsAndBloomsCompatibility(t *testing.T) {
 			if !bytes.Equal(a.Bytes(), b.Bytes()) {
 				t.Fatal("the two filters' bytes differ")
 			}
-			readByUs, _, err := ohbloom.ReadClassic(bytes.NewReader(a.Bytes()), ohbloom.BitsAndBlooms)
+			readByUs, _, err := classic.Read(bytes.NewReader(a.Bytes()), classic.BitsAndBlooms)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -63,7 +63,7 @@ func TestBitsAndBloomsCompatibility(t *testing.T) {
 					fp++
 				}
 			}
-			t.Logf("m=%d k=%d: %d queries agree, %d false positives", ours.Cap(), ours.K(), c.n+20_000, fp)
+			t.Logf("m=%d k=%d: %d queries agree, %d false positives", ours.Bits(), ours.Hashes(), c.n+20_000, fp)
 		})
 	}
 }
@@ -97,9 +97,9 @@ func TestBitsAndBloomsOddStreams(t *testing.T) {
 			if _, err := theirs.WriteTo(&written); err != nil {
 				t.Fatal(err)
 			}
-			ours, n, err := ohbloom.ReadClassic(bytes.NewReader(written.Bytes()), ohbloom.BitsAndBlooms)
+			ours, n, err := classic.Read(bytes.NewReader(written.Bytes()), classic.BitsAndBlooms)
 			if err != nil || n != int64(written.Len()) {
-				t.Fatalf("ReadClassic of bits-and-blooms' stream: %v (%d of %d bytes)", err, n, written.Len())
+				t.Fatalf("classic.Read of bits-and-blooms' stream: %v (%d of %d bytes)", err, n, written.Len())
 			}
 			compare := func(stage string) {
 				t.Helper()

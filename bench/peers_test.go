@@ -6,6 +6,7 @@ import (
 
 	bloom "github.com/bits-and-blooms/bloom/v3"
 	"github.com/ohbloom/ohbloom"
+	"github.com/ohbloom/ohbloom/classic"
 )
 
 // filter is what the comparisons need of every library.
@@ -26,7 +27,7 @@ var peers = []struct {
 }{
 	{"ohbloom", func(n uint64, p float64) (filter, float64) {
 		f := ohbloom.New(n, p)
-		return f, float64(f.Cap())
+		return f, float64(f.Bits())
 	}},
 	{"bitsandblooms", func(n uint64, p float64) (filter, float64) {
 		f := bloom.NewWithEstimates(uint(n), p)
@@ -35,11 +36,11 @@ var peers = []struct {
 	// ohbloom's classic filter, bit-compatible with bits-and-blooms: it
 	// must not be slower than the library it mirrors.
 	{"ohbloom-classic", func(n uint64, p float64) (filter, float64) {
-		f, err := ohbloom.NewClassicWithEstimates(ohbloom.BitsAndBlooms, n, p)
+		f, err := classic.NewWithEstimates(classic.BitsAndBlooms, n, p)
 		if err != nil {
 			panic(err)
 		}
-		return f, float64(f.Cap())
+		return f, float64(f.Bits())
 	}},
 }
 

@@ -13,7 +13,7 @@
 # that the rate is known to a few percent. RedisBloom's rows are its
 # published measurements (RedisBloom 2.8.20 and 8.x in redis-server 7.4 on
 # these machines) and, for the 0.1% filter grown to 8e6 items, which was not
-# published, RedisBloom's own sizing formula as ohbloom.RedisBloomFilter
+# published, RedisBloom's own sizing formula as redisbloom.Filter
 # reproduces it (docs/sizing.md; it matches the four published sizes to the
 # byte).
 #

@@ -97,7 +97,7 @@ func main() {
 	}
 
 	fmt.Printf("loaded %d block relations in %v (%.0f ns/key)\n", *n, load.Round(time.Millisecond), float64(load.Nanoseconds())/float64(*n))
-	fmt.Printf("memory: %.2f MB, %.2f bits/key, k=%d\n", float64(f.SizeBytes())/1e6, float64(f.Cap())/float64(*n), f.K())
+	fmt.Printf("memory: %.2f MB, %.2f bits/key, k=%d\n", float64(f.SizeBytes())/1e6, float64(f.Bits())/float64(*n), f.K())
 	fmt.Printf("estimated distinct keys from the bits: %d\n", f.EstimatedCount())
 	fmt.Printf("%d lookups of unblocked pairs in %v (%.0f ns/lookup)\n", queries, lookups.Round(time.Millisecond), float64(lookups.Nanoseconds())/queries)
 	fmt.Printf("sent to the database: %d (%.3f%%; target %.3f%%, expected from the bits %.3f%%)\n",

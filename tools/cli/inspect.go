@@ -135,7 +135,7 @@ func runInfo(e env, args []string) int {
 	fmt.Fprintf(w, "seed:            %#x\n", s.Seed())
 	if s.Capacity() > 0 {
 		fmt.Fprintf(w, "sized for:       %d keys at p=%g (%.2f bits/key; expected FPR there %.4g)\n",
-			s.Capacity(), s.TargetFPR(), float64(s.Cap())/float64(s.Capacity()), ohbloom.ExpectedFPR(s.Capacity(), s.Blocks(), s.K()))
+			s.Capacity(), s.TargetFPR(), float64(s.Bits())/float64(s.Capacity()), ohbloom.ExpectedFPR(s.Capacity(), s.Blocks(), s.K()))
 	}
 	fmt.Fprintf(w, "fill ratio:      %.4f\n", s.FillRatio())
 	if n := s.EstimatedCount(); n == math.MaxUint64 {
@@ -186,7 +186,7 @@ func runMerge(e env, args []string) int {
 		err = acc.Union(s.ToFilter())
 		s.Close()
 		if err != nil { // incompatible: the library cannot know the path
-			return fail(e, "merge", fmt.Errorf("%s and %s: %w", fs.Arg(0), path, err))
+			return fail(e, "merge", fmt.Errorf("%s and %s: %s", fs.Arg(0), path, say(err)))
 		}
 	}
 	if err := acc.Save(*out); err != nil {

@@ -1,7 +1,7 @@
 package rdb
 
 // The one file that knows the root library: it loads the Bloom chains of
-// the golden RDB file into ohbloom.RedisBloomFilter through their SCANDUMP
+// the golden RDB file into redisbloom.Filter through their SCANDUMP
 // chunks and asks them what RedisBloom was asked. If the library's
 // RedisBloom types move (to package redisbloom), only this file changes.
 
@@ -13,7 +13,7 @@ import (
 	"strconv"
 	"testing"
 
-	"github.com/ohbloom/ohbloom"
+	"github.com/ohbloom/ohbloom/redisbloom"
 )
 
 // TestGoldenBloomAnswers: every Bloom chain of dump.rdb, decoded and turned
@@ -65,7 +65,7 @@ func TestGoldenBloomAnswers(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		lib, err := ohbloom.NewRedisBloomFromHeader(chunks[0].Data, 0)
+		lib, err := redisbloom.NewFromHeader(chunks[0].Data, 0)
 		if err != nil {
 			t.Fatalf("%s: the library refuses the header: %v", gf.Key, err)
 		}

@@ -585,9 +585,7 @@ func (l *appendLog) await(pos uint64) error {
 			l.tryRecover()
 			l.mu.Lock()
 		default:
-			// Out of reserved space, the change is a DEL or a
-			// FLUSHALL, which may have freed some: try for more.
-			l.flushLocked(l.policy != fsyncNo, l.shortNow)
+			l.flushLocked(l.policy != fsyncNo)
 		}
 	}
 }
@@ -669,7 +667,7 @@ func (l *appendLog) serveWaiters() {
 		l.waiters = keep
 		if len(done) == 0 && len(failed) == 0 {
 			if l.err == nil {
-				l.flushLocked(l.policy != fsyncNo, l.shortNow)
+				l.flushLocked(l.policy != fsyncNo)
 				continue
 			}
 			tried = true
@@ -747,14 +745,19 @@ func (b *batch) size() int64 {
 	return n
 }
 
-// flushLocked takes the flush token and the buffer, extends the
+// flushLocked is flushGrowLocked that tries again to extend the
+// reservation if no space is reserved left: the change waiting for it may
+// have freed some (a DEL, a FLUSHALL).
+func (l *appendLog) flushLocked(sync bool) { l.flushGrowLocked(sync, l.shortNow) }
+
+// flushGrowLocked takes the flush token and the buffer, extends the
 // reservation if it runs low (retry: also if the last try fell short),
 // writes the buffer (and syncs with sync) without the lock, and takes the
 // lock back. l.mu is held and no flush is running. A write that fails
 // keeps every record it took, to be written on the next try (which goes
 // on where this one stopped) or, if the segment cannot be trusted, to go
 // to the next segment.
-func (l *appendLog) flushLocked(sync, retry bool) {
+func (l *appendLog) flushGrowLocked(sync, retry bool) {
 	l.flushing = true
 	b := l.takeLocked()
 	sticky := l.sticky
@@ -1189,7 +1192,7 @@ func (l *appendLog) flushWith(sync, retry bool) error {
 		l.cond.Wait()
 	}
 	if len(l.buf) > 0 || len(l.loads) > 0 || (sync && l.size > l.syncedSize) || retry && l.growErr != nil {
-		l.flushLocked(sync, retry)
+		l.flushGrowLocked(sync, retry)
 	}
 	return l.err
 }

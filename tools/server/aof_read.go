@@ -11,6 +11,7 @@ import (
 	"slices"
 
 	"github.com/ohbloom/ohbloom"
+	"github.com/ohbloom/ohbloom/redisbloom"
 	"github.com/zeebo/xxh3"
 )
 
@@ -419,7 +420,7 @@ func (rp *replayer) apply(body []byte) error {
 		// The filters' bits are allocated as chunks and adds reach
 		// them, and all of them together are bounded as BF.LOADCHUNK
 		// bounded them.
-		f, err := ohbloom.NewAtomicRedisBloomFromHeader(rest, rp.maxFilterBytes)
+		f, err := redisbloom.NewAtomicFromHeader(rest, rp.maxFilterBytes)
 		if err != nil {
 			return fmt.Errorf("create record of key %q: %w", clip(key), err)
 		}
@@ -477,7 +478,7 @@ func (e *entry) addHashReplay(h uint64) bool {
 	if e.kind == kindFixed {
 		return e.fixed.TestAndAddHash(h)
 	}
-	return e.scalable.TestAndAddHash(h)
+	return e.scalable.TestOrAddHash(h)
 }
 
 // build makes the filter of a create record, refusing what the command
@@ -492,9 +493,9 @@ func (rp *replayer) build(k kind, capacity uint64, rate float64, growth, seed ui
 	case kindScalable:
 		bytes, err = ohbloom.ScalableSizeBytes(ohbloom.Config{Capacity: capacity, FPR: rate, Growth: growth})
 	default:
-		size := ohbloom.Size
+		size := ohbloom.Geometry
 		if k == kindCounting {
-			size = ohbloom.CountingSize
+			size = ohbloom.CountingGeometry
 		}
 		var blocks uint64
 		blocks, _, err = size(capacity, rate)

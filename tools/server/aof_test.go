@@ -10,7 +10,7 @@ import (
 	"runtime/metrics"
 	"testing"
 
-	"github.com/ohbloom/ohbloom"
+	"github.com/ohbloom/ohbloom/redisbloom"
 	"github.com/zeebo/xxh3"
 )
 
@@ -176,10 +176,10 @@ func replayChecked(t *testing.T, data []byte) {
 }
 
 // rbFuzzSeed is a small RedisBloom dump (BF.RESERVE k 0.01 100, 20 items,
-// as ohbloom.RedisBloomFilter makes it, RedisBloom's bytes), for the
+// as redisbloom.Filter makes it, RedisBloom's bytes), for the
 // fuzzers' seeds.
 var rbFuzzSeed = func() (d struct{ chunks []chunk }) {
-	f, _ := ohbloom.NewRedisBloom(ohbloom.RedisBloomConfig{Capacity: 100, ErrorRate: 0.01, Expansion: 2})
+	f, _ := redisbloom.New(redisbloom.Config{Capacity: 100, ErrorRate: 0.01, Expansion: 2})
 	for i := range 20 {
 		f.AddString(itoa(i))
 	}

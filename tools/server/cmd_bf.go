@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/ohbloom/ohbloom"
+	"github.com/ohbloom/ohbloom/redisbloom"
 )
 
 // BF.* commands, answering as RedisBloom's rebloom.c answers: the same
@@ -72,7 +73,7 @@ func (s *Server) newBloom(o bloomOptions) (*entry, error) {
 	var err error
 	if o.nonScaling {
 		var blocks uint64
-		blocks, _, err = ohbloom.Size(c.Capacity, c.FPR)
+		blocks, _, err = ohbloom.Geometry(c.Capacity, c.FPR)
 		size = blocks * ohbloom.BlockBytes
 	} else {
 		c.Growth = uint64(o.expansion)
@@ -278,6 +279,9 @@ func (s *Server) bloomEntry(sess *session, w replier, name []byte, create bool, 
 		w.WriteError(wrongType)
 		return nil
 	}
+	if e.kind == kindRedisBloom && !sess.holdOnLoop(e) {
+		return nil
+	}
 	return e
 }
 
@@ -348,7 +352,7 @@ func rbAddResult(added bool, err error) int8 {
 		return addNew
 	case err == nil:
 		return addPresent
-	case errors.Is(err, ohbloom.ErrRedisBloomFull):
+	case errors.Is(err, redisbloom.ErrFull):
 		return addFull
 	case errors.Is(err, ohbloom.ErrTooLarge):
 		return addSizeLimit
@@ -376,7 +380,7 @@ func (s *Server) addReply(w replier, r int8, logErr error) {
 // stops reports whether a full filter ends a multi-add: one that does not
 // grow.
 func (e *entry) stops() bool {
-	return e.kind == kindFixed || e.kind == kindRedisBloom && e.rb.Options()&ohbloom.RedisBloomNoScaling != 0
+	return e.kind == kindFixed || e.kind == kindRedisBloom && e.rb.Options()&redisbloom.NoScaling != 0
 }
 
 // addItems adds items to the BF key name, hashesPerRecord at a time: each
@@ -397,7 +401,7 @@ func (s *Server) addItems(sess *session, e *entry, w replier, name []byte, items
 		group := items[:min(len(items), hashesPerRecord)]
 		items = items[len(group):]
 		results := stack[:len(group)]
-		n, pos := s.addGroup(e, name, group, results)
+		n, pos := s.addGroup(sess, e, name, group, results)
 		results = results[:n]
 		if err := s.commit(sess, pos); err != nil {
 			logErr = err
@@ -439,10 +443,10 @@ func (s *Server) addItems(sess *session, e *entry, w replier, name []byte, items
 // addGroup adds at most hashesPerRecord items, sets their results, logs
 // the changes as one record and returns how many it tried (fewer when a
 // full filter ended them) and the log position the replies wait for.
-func (s *Server) addGroup(e *entry, name []byte, group [][]byte, results []int8) (int, uint64) {
+func (s *Server) addGroup(sess *session, e *entry, name []byte, group [][]byte, results []int8) (int, uint64) {
 	log := s.store.log
 	if e.kind == kindRedisBloom {
-		return s.rbAddGroup(e, name, group, results)
+		return s.rbAddGroup(sess, e, name, group, results)
 	}
 	// An item found present is logged too under always: its bits may
 	// come from another client's add whose record is not yet written, and
@@ -476,7 +480,7 @@ func (s *Server) addGroup(e *entry, name []byte, group [][]byte, results []int8)
 // growth and counts. An add that changed nothing is not logged; what it
 // saw may be another client's add, which is in the log before the lock
 // was released, so the reply waits for the log's tail.
-func (s *Server) rbAddGroup(e *entry, name []byte, group [][]byte, results []int8) (int, uint64) {
+func (s *Server) rbAddGroup(sess *session, e *entry, name []byte, group [][]byte, results []int8) (int, uint64) {
 	log := s.store.log
 	if log == nil {
 		for i, item := range group {
@@ -492,7 +496,7 @@ func (s *Server) rbAddGroup(e *entry, name []byte, group [][]byte, results []int
 	}
 	var pairs [hashesPerRecord][2]uint64
 	n, tried := 0, len(group)
-	e.mu.Lock()
+	sess.lockEntry(e)
 	first := e.seq + 1
 	for i, item := range group {
 		a, b := e.rb.Hash(item)
@@ -515,7 +519,7 @@ func (s *Server) rbAddGroup(e *entry, name []byte, group [][]byte, results []int
 	} else {
 		pos = log.tail.Load()
 	}
-	e.mu.Unlock()
+	sess.unlockEntry(e)
 	return tried, pos
 }
 

@@ -61,7 +61,7 @@ func (s *Server) checkSize(n uint64, p float64, size func(uint64, float64) (uint
 }
 
 // countingSize sizes a counting filter without allocating one.
-func countingSize(n uint64, p float64) (uint64, int, error) { return ohbloom.CountingSize(n, p) }
+func countingSize(n uint64, p float64) (uint64, int, error) { return ohbloom.CountingGeometry(n, p) }
 
 // cfOption finds one of CF.RESERVE's options as RedisBloom does
 // (RMUtil_ArgIndex over every argument) and checks its value; it returns
@@ -176,6 +176,9 @@ func (s *Server) countingEntry(sess *session, w replier, name []byte, create boo
 		w.WriteError(wrongType)
 		return nil
 	}
+	if !sess.holdOnLoop(e) {
+		return nil
+	}
 	return e
 }
 
@@ -187,7 +190,7 @@ func (s *Server) countingAdds(sess *session, e *entry, name []byte, items [][]by
 	log := s.store.log
 	var hs [hashesPerRecord]uint64
 	n := 0
-	e.mu.Lock()
+	sess.lockEntry(e)
 	first := e.seq + 1
 	for i, item := range items {
 		h := e.hash(item)
@@ -213,7 +216,7 @@ func (s *Server) countingAdds(sess *session, e *entry, name []byte, items [][]by
 		// client's add whose record is not yet durable.
 		pos = log.tail.Load()
 	}
-	e.mu.Unlock()
+	sess.unlockEntry(e)
 	return s.commit(sess, pos)
 }
 
@@ -344,10 +347,13 @@ func cmdCFDel(s *Server, sess *session, w replier, args [][]byte) {
 		w.WriteError(errCFNotFound)
 		return
 	}
+	if !sess.holdOnLoop(e) {
+		return
+	}
 	h := e.hash(args[2])
 	deleted := false
 	var pos uint64
-	e.mu.Lock()
+	sess.lockEntry(e)
 	if e.counting.CountHash(h) > 0 && e.decrementItems() {
 		e.counting.RemoveHash(h) // present, so it removes
 		e.deletes.Add(1)
@@ -358,7 +364,7 @@ func cmdCFDel(s *Server, sess *session, w replier, args [][]byte) {
 		}
 		deleted = true
 	}
-	e.mu.Unlock()
+	sess.unlockEntry(e)
 	if err := s.commit(sess, pos); err != nil {
 		w.WriteError(logFailed(err))
 		return

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bytes"
 	"fmt"
 	"strconv"
 	"strings"
@@ -82,8 +83,8 @@ func cmdHello(s *Server, sess *session, w replier, args [][]byte) {
 			authed = true
 			i += 2
 		case eq(args[i], "SETNAME") && more >= 1:
-			if !validClientName(args[i+1]) {
-				w.WriteError(errClientName)
+			if msg := clientNameError(args[i+1]); msg != "" {
+				w.WriteError(msg)
 				return
 			}
 			name, setName = string(args[i+1]), true
@@ -124,6 +125,25 @@ func cmdHello(s *Server, sess *session, w replier, args [][]byte) {
 
 const errClientName = "ERR Client names cannot contain spaces, newlines or special characters."
 
+// maxClientNameBytes bounds a connection's name (CLIENT SETNAME, HELLO
+// SETNAME), which it keeps for its life outside the request budget.
+// Redis has no bound.
+const maxClientNameBytes = 4 << 10
+
+var errClientNameTooLong = "ERR client name longer than " + itoa(maxClientNameBytes) + " bytes"
+
+// clientNameError is the reply to an invalid name, or "": Redis's rule,
+// printable ASCII without spaces, and maxClientNameBytes.
+func clientNameError(b []byte) string {
+	if len(b) > maxClientNameBytes {
+		return errClientNameTooLong
+	}
+	if !validClientName(b) {
+		return errClientName
+	}
+	return ""
+}
+
 // validClientName is Redis's rule: printable ASCII without spaces.
 func validClientName(b []byte) bool {
 	for _, c := range b {
@@ -148,8 +168,8 @@ func cmdSelect(_ *Server, _ *session, w replier, args [][]byte) {
 func cmdClient(_ *Server, sess *session, w replier, args [][]byte) {
 	switch {
 	case eq(args[1], "SETNAME") && len(args) == 3:
-		if !validClientName(args[2]) {
-			w.WriteError(errClientName)
+		if msg := clientNameError(args[2]); msg != "" {
+			w.WriteError(msg)
 			return
 		}
 		sess.name = string(args[2])
@@ -181,30 +201,53 @@ func cmdCommand(_ *Server, _ *session, w replier, args [][]byte) {
 
 // cmdConfig answers CONFIG GET with the few settings benchmark and
 // monitoring tools ask for; CONFIG SET is refused, the server's settings
-// being its flags.
+// being its flags. As in Redis 7, a parameter without *, ? or [ is looked
+// up ignoring case and answered under the name given; a pattern matches
+// ignoring case, and is at most maxPatternBytes (Redis takes any: a 60 MB
+// one took it seconds).
 func cmdConfig(s *Server, _ *session, w replier, args [][]byte) {
 	if !eq(args[1], "GET") || len(args) != 3 {
 		w.WriteError("ERR ohbloom serve supports CONFIG GET <parameter> only; settings are command-line flags")
 		return
 	}
-	settings := map[string]string{
-		"save":               "",
-		"appendonly":         s.appendOnlySetting(),
-		"maxclients":         strconv.Itoa(s.cfg.MaxClients),
-		"proto-max-bulk-len": strconv.Itoa(s.cfg.MaxRequestBytes),
-		"dir":                s.cfg.DataDir,
+	settings := [...][2]string{
+		{"save", ""},
+		{"appendonly", s.appendOnlySetting()},
+		{"maxclients", strconv.Itoa(s.cfg.MaxClients)},
+		{"proto-max-bulk-len", strconv.Itoa(s.cfg.MaxRequestBytes)},
+		{"dir", s.cfg.DataDir},
 	}
-	pattern := strings.ToLower(string(args[2]))
-	var names []string
-	for name := range settings {
-		if globMatch(pattern, name) {
-			names = append(names, name)
+	param := args[2]
+	if bytes.IndexAny(param, "[*?") < 0 {
+		for _, kv := range settings {
+			if len(param) == len(kv[0]) && eq(param, kv[0]) {
+				w.WriteMap(1)
+				w.WriteBulk(param)
+				w.WriteBulkString(kv[1])
+				return
+			}
+		}
+		w.WriteMap(0)
+		return
+	}
+	if len(param) > maxPatternBytes {
+		w.WriteError(errPatternTooLong)
+		return
+	}
+	g := compileGlob(string(param), true)
+	var matched [len(settings)]bool
+	n := 0
+	for i, kv := range settings {
+		if matched[i] = g.match(kv[0]); matched[i] {
+			n++
 		}
 	}
-	w.WriteMap(len(names))
-	for _, name := range names {
-		w.WriteBulkString(name)
-		w.WriteBulkString(settings[name])
+	w.WriteMap(n)
+	for i, kv := range settings {
+		if matched[i] {
+			w.WriteBulkString(kv[0])
+			w.WriteBulkString(kv[1])
+		}
 	}
 }
 

@@ -8,11 +8,12 @@ import (
 	"strconv"
 
 	"github.com/ohbloom/ohbloom"
+	"github.com/ohbloom/ohbloom/redisbloom"
 )
 
 // scanDumpChunk is the most an ohbloom-format SCANDUMP chunk carries:
 // 10 MiB, the MAX_SCANDUMP_SIZE of RedisBloom's older releases (current
-// RedisBloom sends up to 16 MiB, ohbloom.RedisBloomMaxChunk, which is
+// RedisBloom sends up to 16 MiB, redisbloom.MaxChunk, which is
 // what a RedisBloom key's dump uses here). A variable so that tests can
 // see many chunks without large filters.
 var scanDumpChunk uint64 = 10 << 20
@@ -215,7 +216,7 @@ func (s *Server) rbLoadHeader(sess *session, w replier, name, header []byte) {
 		w.WriteError(errRBBadData)
 		return
 	}
-	f, err := ohbloom.NewAtomicRedisBloomFromHeader(header, s.cfg.MaxFilterBytes)
+	f, err := redisbloom.NewAtomicFromHeader(header, s.cfg.MaxFilterBytes)
 	switch {
 	case errors.Is(err, ohbloom.ErrTooLarge):
 		w.WriteError(fmt.Sprintf("ERR the dump's filters take more than max-filter-bytes (%d)", s.cfg.MaxFilterBytes))
@@ -274,10 +275,10 @@ func (s *Server) rbLoadChunk(sess *session, w replier, e *entry, name []byte, it
 		e.mu.Unlock()
 	}
 	switch {
-	case errors.Is(err, ohbloom.ErrRedisBloomNoLink):
+	case errors.Is(err, redisbloom.ErrNoLink):
 		w.WriteError(errRBNoLink)
 		return
-	case errors.Is(err, ohbloom.ErrRedisBloomChunkTooBig):
+	case errors.Is(err, redisbloom.ErrChunkTooBig):
 		w.WriteError(errRBChunkTooBig)
 		return
 	case err != nil:

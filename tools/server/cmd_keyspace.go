@@ -1,6 +1,11 @@
 package server
 
-import "strconv"
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+)
 
 // cmdDel replies with the number of keys removed, and every one of them
 // stays removed after a restart: with the log, its record says so; without
@@ -44,29 +49,71 @@ func cmdType(s *Server, _ *session, w replier, args [][]byte) {
 	w.WriteString("none")
 }
 
-func cmdKeys(s *Server, _ *session, w replier, args [][]byte) {
+// cmdKeys answers the keys that match a pattern, sorted, as they were at
+// one instant: it takes a snapshot of the index (keyIndex), which holds
+// the store's lock for a copy of its buckets, not of the keyspace, and
+// matches the names without any lock, on the goroutine of a slow command,
+// so that a slow match holds up no other client. The reply is bounded by
+// what a client may leave unread (MaxRequestBytes, which would close the
+// connection): past it KEYS is refused, and SCAN lists any keyspace.
+func cmdKeys(s *Server, sess *session, w replier, args [][]byte) {
 	if len(args[1]) > maxPatternBytes {
 		w.WriteError(errPatternTooLong)
 		return
 	}
-	pattern := string(args[1])
+	g := compileGlob(string(args[1]), false)
+	snap := s.keysSnapshot(sess)
 	var out []string
-	for _, name := range s.store.names() {
-		if globMatch(pattern, name) {
-			out = append(out, name)
+	size := 0
+	for _, b := range snap.buckets {
+		for _, k := range b {
+			if !g.match(k.name) {
+				continue
+			}
+			out = append(out, k.name)
+			if size += bulkBytes(len(k.name)); size > s.cfg.MaxRequestBytes {
+				w.WriteError(fmt.Sprintf("ERR KEYS reply longer than max-request-bytes (%d): use SCAN", s.cfg.MaxRequestBytes))
+				return
+			}
 		}
 	}
+	slices.Sort(out)
 	w.WriteArray(len(out))
 	for _, name := range out {
 		w.WriteBulkString(name)
 	}
 }
 
+// bulkBytes is the length of a bulk string of n bytes in a reply, at most.
+func bulkBytes(n int) int { return n + 16 }
+
+// keysSnapshot is the index as it is, once no transaction that creates or
+// deletes keys runs (isolation.go); inside EXEC, the transaction's claim
+// covers it.
+func (s *Server) keysSnapshot(sess *session) *indexSnapshot {
+	list := claim{list: true}
+	if !sess.inExec {
+		s.iso.acquire(&list)
+		defer s.iso.release(&list)
+	}
+	s.store.mu.RLock()
+	defer s.store.mu.RUnlock()
+	return s.store.index.snapshot()
+}
+
+// scanReplyBytes bounds the names one SCAN call answers: past it the call
+// ends early, with a cursor that goes on, as COUNT is a hint (Redis too
+// may answer fewer keys than COUNT).
+const scanReplyBytes = 1 << 20
+
 // cmdScan walks the keys in the order of a hash of their names; the
 // cursor is the hash to go on from (see keyIndex). As in Redis, a key
 // present for the whole scan is returned, one added or deleted meanwhile
-// may or may not be, and COUNT bounds the keys looked at in one call.
-func cmdScan(s *Server, _ *session, w replier, args [][]byte) {
+// may or may not be, and COUNT bounds the keys looked at in one call. The
+// index is read in chunks, each under the store's lock and the keyspace's
+// list mode (so that no transaction's keys are seen halfway), and the
+// names are matched without them.
+func cmdScan(s *Server, sess *session, w replier, args [][]byte) {
 	cursor, err := strconv.ParseUint(string(args[1]), 10, 64)
 	if err != nil {
 		w.WriteError("ERR invalid cursor")
@@ -98,7 +145,26 @@ func cmdScan(s *Server, _ *session, w replier, args [][]byte) {
 			return
 		}
 	}
-	out, next := s.store.scan(cursor, count, pattern, typ)
+	g := compileGlob(pattern, false)
+	list := claim{list: true}
+	lock, unlock := func() {}, func() {}
+	if !sess.inExec {
+		lock, unlock = func() { s.iso.acquire(&list) }, func() { s.iso.release(&list) }
+	}
+	var out []string
+	size := 0
+	next := s.store.scanChunks(cursor, count, lock, unlock, func(name string) {
+		if !g.match(name) {
+			return
+		}
+		if typ != "" {
+			if e := s.store.get(name); e == nil || !strings.EqualFold(typ, e.kind.typeName()) {
+				return
+			}
+		}
+		out = append(out, name)
+		size += bulkBytes(len(name))
+	}, func() bool { return size >= scanReplyBytes })
 	w.WriteArray(2)
 	w.WriteBulkString(strconv.FormatUint(next, 10))
 	w.WriteArray(len(out))

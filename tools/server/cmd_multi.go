@@ -7,12 +7,15 @@ import "unsafe"
 // Between MULTI and EXEC a client's commands are checked (known, right
 // number of arguments) and queued, each answered +QUEUED; one that fails
 // the check is answered its error and makes EXEC answer EXECABORT. EXEC
-// runs the queue holding the server's slow lock exclusively (no slow
-// command runs off the loops meanwhile) and every shard of its exec lock
-// (no command runs on the loops), so no other client's command runs
-// between the queued ones, and answers an array of their replies. The
-// queue is a copy of the commands' bytes, counted against the client's
-// MaxRequestBytes and the server's MaxBufferedBytes.
+// runs off the event loop, in a goroutine of its own, and answers an
+// array of the queued commands' replies. While it runs it holds the
+// latches of the keys its commands name, alone, and the keyspace's list or
+// change mode if its commands list keys or may create or delete one
+// (isolation.go): no other client's command on those keys, and no listing
+// of keys that could see a key it creates and removes, runs between its
+// commands; other clients' commands on other keys, PING and INFO go on
+// meanwhile. The queue is a copy of the commands' bytes, counted against
+// the client's MaxRequestBytes and the server's MaxBufferedBytes.
 
 // multiState is a transaction being queued.
 type multiState struct {
@@ -23,7 +26,6 @@ type multiState struct {
 	// counted, or a queue of empty arguments would grow past every limit.
 	spanBytes int64
 	dirty     bool // a command was refused: EXEC aborts
-	slow      bool // a slow command is queued: EXEC runs off the loop
 }
 
 // spanSize is the memory of one span.
@@ -98,11 +100,10 @@ func (s *Server) queue(sess *session, w replier, c command, known bool, args [][
 	spans := make([]span, len(args))
 	for i, a := range args {
 		spans[i] = span{len(m.buf), len(m.buf) + len(a)}
-		m.buf = append(m.buf, a...)
+		m.buf = appendChunked(m.buf, a)
 	}
 	m.cmds = append(m.cmds, spans)
 	m.spanBytes += spanSize * int64(cap(spans))
-	m.slow = m.slow || c.slow
 	w.WriteString("QUEUED")
 }
 
@@ -117,27 +118,54 @@ func cmdExec(s *Server, sess *session, w replier, _ [][]byte) {
 		w.WriteError(errExecAbort)
 		return
 	}
-	// The slow lock comes first, taken while no shard is held (a
-	// connection took it for us if it holds it); then the shards, in
-	// order, each client holding at most its own while it waits for none:
-	// so no two EXECs can deadlock.
-	if !sess.holdsSlow {
-		s.slow.Lock()
-		defer s.slow.Unlock()
-	}
-	sess.withoutShard(func() {
-		s.execLock.lockAll()
-		defer s.execLock.unlockAll()
-		sess.inExec = true
-		defer func() { sess.inExec = false }()
-		w.WriteArray(len(m.cmds))
-		args := make([][]byte, 0, 8)
-		for _, spans := range m.cmds {
-			args = args[:0]
-			for _, sp := range spans {
-				args = append(args, m.buf[sp.start:sp.end:sp.end])
-			}
-			s.exec(sess, w, args)
+	c := &claim{tx: true}
+	m.each(func(args [][]byte) {
+		if cmd, ok := lookup(args[0]); ok {
+			s.addClaim(c, cmd.name, args)
 		}
 	})
+	if !c.empty() {
+		s.iso.active.Add(1)
+		defer s.iso.active.Add(-1)
+		for {
+			s.iso.acquire(c)
+			sess.withoutShard(s.barrier)
+			if c.change || !s.createsKey(m) {
+				break
+			}
+			// A key it creates was deleted before its latch was taken:
+			// the transaction changes the keyspace after all.
+			s.iso.release(c)
+			c.change = true
+		}
+		defer s.iso.release(c)
+	}
+	sess.inExec = true
+	defer func() { sess.inExec = false }()
+	w.WriteArray(len(m.cmds))
+	m.each(func(args [][]byte) { s.exec(sess, w, args) })
+}
+
+// each calls f with the arguments of each queued command, in order; the
+// slice is reused between calls.
+func (m *multiState) each(f func(args [][]byte)) {
+	args := make([][]byte, 0, 8)
+	for _, spans := range m.cmds {
+		args = args[:0]
+		for _, sp := range spans {
+			args = append(args, m.buf[sp.start:sp.end:sp.end])
+		}
+		f(args)
+	}
+}
+
+// createsKey reports whether a command of m would create its key now.
+func (s *Server) createsKey(m *multiState) bool {
+	creates := false
+	m.each(func(args [][]byte) {
+		if cmd, ok := lookup(args[0]); ok && keySpecs[cmd.name].create && s.store.getBytes(args[1]) == nil {
+			creates = true
+		}
+	})
+	return creates
 }

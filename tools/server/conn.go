@@ -1,6 +1,9 @@
 package server
 
 import (
+	"errors"
+	"io"
+	"slices"
 	"sync"
 	"time"
 )
@@ -19,9 +22,17 @@ import (
 //     until their changes are fsynced; under everysec, while the disk
 //     stalls): the log's flusher wakes it. Replies leave only after, in
 //     order; if the log fails, the connection closes without them;
-//   - a slow command (a save, a scan of the whole keyspace, a dump of a
-//     whole filter: command.slow) runs on a goroutine of its own, so that
-//     the loop serves the other clients meanwhile;
+//   - a command that may take long runs on a goroutine of its own, so
+//     that the loop serves the other clients meanwhile: a slow one (a
+//     save, a scan of the whole keyspace, a dump of a whole filter:
+//     command.slow), a heavy one (more than maxLoopArgs arguments or
+//     maxLoopBytes bytes), EXEC, and one that would wait for a lock:
+//     a key a transaction holds (isolation.go), or a CF or RedisBloom
+//     key's lock held by a save or a dump (session.holdOnLoop). A heavy
+//     command is even read off the loop once its header says it is one
+//     (readOffLoop): the buffers of a 60 MB request, and the slices of a
+//     million arguments, are grown and copied there, not on the loop
+//     (on a loaded VM, first touching 64 MB of memory took 0.8 s);
 //   - an AUTH waits its turn at the password gate (auth.go).
 //
 // Memory a client can make the server hold is bounded three ways:
@@ -60,6 +71,13 @@ const (
 	// unauthPendingBytes bounds the commands a client that has not
 	// authenticated may have waiting while its AUTH is held at the gate.
 	unauthPendingBytes = 256 << 10
+	// maxLoopArgs and maxLoopBytes bound the commands a loop runs itself:
+	// a larger one (a BF.MADD of a million items takes a second) runs off
+	// the loop, so that a batch of commands holds the loop, and an EXEC's
+	// barrier, for a few milliseconds at most. A BF.MADD of 4,096 items
+	// takes about 1 ms.
+	maxLoopArgs  = 4096
+	maxLoopBytes = 1 << 20
 )
 
 // Why a connection runs no command now (connection.block).
@@ -74,7 +92,7 @@ type wakeKind uint8
 
 const (
 	wakeLog   wakeKind = iota + 1 // the log acknowledged its replies' changes, or failed
-	wakeBusy                      // its slow command finished
+	wakeBusy                      // its slow command finished (err: errCloseAfterReplies, or the connection failed)
 	wakePause                     // its AUTH's turn at the gate came
 	wakeOpen                      // loop: serve this new connection
 	wakeClose                     // loop: close this connection (Shutdown)
@@ -101,7 +119,7 @@ type connection struct {
 	// client authenticates, then none.
 	unauthHeld int64
 	// lock is the client's shard of the server's exec lock, held while
-	// the client's commands run (see execLock).
+	// the client's commands run on its loop (see execLock).
 	lock  *paddedMutex
 	block uint8
 	// waiting is the command held back at the AUTH gate (a copy), run
@@ -112,6 +130,9 @@ type connection struct {
 	// dead: close now, without them (the peer left, the log failed).
 	closing, dead bool
 	closed        bool
+	// readOff: the command being read is heavy; the rest of it is read
+	// off the loop (readOffLoop) once the batch ends.
+	readOff bool
 }
 
 // session is what a connection's commands know of it.
@@ -129,13 +150,15 @@ type session struct {
 	// tests of exec).
 	client *connection
 	// holdsShard is set while the connection's commands run holding its
-	// shard of the exec lock (on its loop; not a slow command's goroutine).
+	// shard of the exec lock: on its loop, not on a goroutine of their own.
 	holdsShard bool
-	// holdsSlow is set while this session holds the server's slow lock
-	// exclusively, for EXEC.
-	holdsSlow bool
-	// inExec is set while EXEC runs the queue, which holds every shard.
+	// inExec is set while EXEC runs the queue, holding its claim.
 	inExec bool
+	// held is the key whose lock the command running on the loop holds
+	// to its end; wouldBlock, that the command found the lock taken and
+	// must run again off the loop (holdOnLoop).
+	held       *entry
+	wouldBlock bool
 	// log is the append-only log position this connection's unsent
 	// replies depend on (see Server.syncLog).
 	log logWait
@@ -167,13 +190,13 @@ func (c *connection) input(data []byte) {
 			c.in = nil
 		}
 		var n int
-		n, keep = c.run(data)
+		n, keep = c.run(data, false)
 		if rest := data[n:]; keep && !c.dead && len(rest) > 0 {
 			err = c.buffer(rest)
 		}
 	} else if err = c.buffer(data); err == nil && c.block == 0 {
 		var n int
-		n, keep = c.run(c.in[c.r:])
+		n, keep = c.run(c.in[c.r:], true)
 		c.r += n
 	}
 	c.finish(err, keep)
@@ -194,6 +217,12 @@ func (c *connection) finish(err error, keep bool) {
 		c.closing = true
 	}
 	c.send()
+	if c.readOff {
+		c.readOff = false
+		if c.block == 0 && !c.closing && !c.dead && c.goroutine == nil {
+			c.readOffLoop()
+		}
+	}
 }
 
 // refuse replies with the protocol error that ends the connection. A
@@ -223,6 +252,13 @@ func (c *connection) woken(kind wakeKind, err error) {
 		}
 	case wakeBusy:
 		c.block &^= blockBusy
+		switch {
+		case err == errCloseAfterReplies:
+			c.closing = true
+		case err != nil:
+			c.dead = true
+			return
+		}
 	case wakePause:
 		c.block &^= blockPause
 	}
@@ -235,7 +271,7 @@ func (c *connection) resume() {
 		return
 	}
 	if !c.closing && (c.r < len(c.in) || c.waiting != nil) {
-		n, keep := c.run(c.in[c.r:])
+		n, keep := c.run(c.in[c.r:], true)
 		c.r += n
 		c.finish(nil, keep)
 		return
@@ -393,9 +429,8 @@ func (c *connection) resize(size int) error {
 	if !c.reserve(int64(size - cap(c.in))) {
 		return errBuffersFull
 	}
-	in := make([]byte, len(c.in), size)
-	copy(in, c.in)
-	c.in = in
+	in := make([]byte, 0, size)
+	c.in = appendChunked(in, c.in)
 	return nil
 }
 
@@ -460,8 +495,10 @@ func (c *connection) release() {
 // run runs the complete commands at the start of b, until one makes the
 // connection wait, and returns how many bytes they took. keep is false
 // when the connection must close once the replies are sent: after QUIT
-// or a protocol error.
-func (c *connection) run(b []byte) (used int, keep bool) {
+// or a protocol error. own says b is the connection's buffer (c.in),
+// which stays as it is while a command runs off the loop, rather than
+// the loop's, which the loop reads the next socket into.
+func (c *connection) run(b []byte, own bool) (used int, keep bool) {
 	s := c.s
 	c.lock.Lock()
 	c.sess.holdsShard = true
@@ -473,7 +510,7 @@ func (c *connection) run(b []byte) (used int, keep bool) {
 	}()
 	if args := c.waiting; args != nil {
 		c.waiting, c.waitingBytes = nil, 0
-		c.dispatch(args, true)
+		c.dispatch(args, true, 0)
 		if c.sess.quit {
 			return 0, false
 		}
@@ -492,7 +529,10 @@ func (c *connection) run(b []byte) (used int, keep bool) {
 			return used, false
 		}
 		if n == 0 {
-			return used, true // the rest of the command is still to come
+			// The rest of the command is still to come; if it is a
+			// heavy one, it is read off the loop once this batch ends.
+			c.readOff = c.heavyPending()
+			return used, true
 		}
 		used += n
 		if args == nil {
@@ -503,9 +543,9 @@ func (c *connection) run(b []byte) (used int, keep bool) {
 			c.waiting, c.waitingBytes = copyArgs(args)
 			return used, true
 		}
-		c.dispatch(args, false)
-		if !c.keep(c.p.memBytes()) {
-			c.p.shrink()
+		c.dispatch(args, own, n)
+		if c.block&blockBusy == 0 && !c.keep(c.p.memBytes()) {
+			c.p.shrink() // not while a goroutine reads the args
 		}
 		if c.sess.quit {
 			return used, false
@@ -520,61 +560,149 @@ func (c *connection) run(b []byte) (used int, keep bool) {
 	return used, true
 }
 
-// dispatch runs one command: here, or, if it is slow, on a goroutine of
-// its own while the connection waits. owned says args are the
-// connection's own copy rather than views of a read buffer.
-func (c *connection) dispatch(args [][]byte, owned bool) {
+// dispatch runs one command: here, or on a goroutine of its own while the
+// connection waits (see the top of this file). owned says args stay valid
+// while the connection waits: they are its own buffer's, not the loop's;
+// size is the command's bytes on the wire (0: count them).
+func (c *connection) dispatch(args [][]byte, owned bool, size int) {
 	s, sess := c.s, &c.sess
 	cmd, ok := lookup(args[0])
 	switch {
-	case !ok || !sess.authed:
-	case sess.multi == nil && cmd.slow && cmd.arityOK(len(args)):
-		c.runOffLoop(cmd, args, owned, false)
-		return
-	case sess.multi != nil && cmd.name == "exec" && !sess.multi.dirty:
-		// EXEC excludes slow commands (see Server.slow). It runs here if
-		// none runs and its queue holds none, else off the loop, which
-		// then waits for them without holding up other clients.
-		if sess.multi.slow || !s.slow.TryLock() {
-			c.runOffLoop(cmd, args, owned, true)
+	case !ok || !sess.authed || !cmd.arityOK(len(args)):
+	case sess.multi != nil:
+		if cmd.name == "exec" && !sess.multi.dirty {
+			c.runOffLoop(cmd, args, owned)
 			return
 		}
-		sess.holdsSlow = true
-		s.execCommand(sess, &c.w, args, cmd, ok)
-		sess.holdsSlow = false
-		s.slow.Unlock()
+	case cmd.slow || heavy(args, size):
+		c.runOffLoop(cmd, args, owned)
+		return
+	case s.iso.active.Load() > 0 && !s.loopMayRun(cmd.name, args):
+		c.runOffLoop(cmd, args, owned)
 		return
 	}
+	replied := len(c.w.b)
 	s.execCommand(sess, &c.w, args, cmd, ok)
+	sess.releaseHeld()
+	if sess.wouldBlock {
+		sess.wouldBlock = false
+		if len(c.w.b) != replied {
+			// A command that gives up must do so before it answers.
+			panic("server: a command gave up its loop after answering")
+		}
+		c.runOffLoop(cmd, args, owned)
+	}
 }
 
-// runOffLoop runs a slow command, or an EXEC, on a goroutine of its own;
-// the connection runs nothing more until it is done. A slow command holds
-// the server's slow lock shared, EXEC exclusively.
-func (c *connection) runOffLoop(cmd command, args [][]byte, owned, exclusive bool) {
+// heavy reports whether a command is too large to run on a loop.
+func heavy(args [][]byte, size int) bool {
+	if len(args) > maxLoopArgs {
+		return true
+	}
+	if size == 0 {
+		for _, a := range args {
+			size += len(a)
+		}
+	}
+	return size > maxLoopBytes
+}
+
+// runOffLoop runs a command on a goroutine of its own; the connection runs
+// nothing more until it is done.
+func (c *connection) runOffLoop(cmd command, args [][]byte, owned bool) {
 	if !owned {
 		args, _ = copyArgs(args) // the loop reuses its read buffer meanwhile
 	}
 	c.block |= blockBusy
-	s, sess := c.s, &c.sess
-	sess.holdsShard = false // the goroutine does not hold it
+	c.sess.holdsShard = false // the goroutine does not hold it
 	go func() {
-		if exclusive {
-			s.slow.Lock()
-			sess.holdsSlow = true
-		} else {
-			s.slow.RLock()
-		}
-		s.execCommand(sess, &c.w, args, cmd, true)
-		if exclusive {
-			sess.holdsSlow = false
-			s.slow.Unlock()
-		} else {
-			s.slow.RUnlock()
-		}
+		c.runHere(cmd, args)
 		c.wake(wakeBusy, nil)
 	}()
 }
+
+// runHere runs a command off the loop, holding its claim (isolation.go)
+// meanwhile; EXEC takes its own.
+func (c *connection) runHere(cmd command, args [][]byte) {
+	s := c.s
+	if offLoopHook != nil {
+		offLoopHook(cmd.name)
+	}
+	var cl claim
+	if cmd.name != "exec" {
+		s.addClaim(&cl, cmd.name, args)
+		spec := keySpecs[cmd.name]
+		// A creator claims the change mode even for a key it found:
+		// a DEL could remove the key before it runs. (On a loop the
+		// barrier covers that.) KEYS and SCAN take the list mode
+		// for their reads of the index alone.
+		cl.change = cl.change || spec.create
+		cl.list = cl.list && cmd.name != "keys" && cmd.name != "scan"
+	}
+	s.iso.acquire(&cl)
+	s.execCommand(&c.sess, &c.w, args, cmd, true)
+	s.iso.release(&cl)
+}
+
+// heavyPending reports whether the command the parser is in the middle of
+// is too large for a loop to read: more than maxLoopArgs arguments or
+// maxLoopBytes bytes, as its header or its bytes so far say. (Nothing is
+// allocated for what the header claims.)
+func (c *connection) heavyPending() bool {
+	p := &c.p
+	return p.kind == '*' && (len(p.spans)+p.left > maxLoopArgs || p.bulk > maxLoopBytes || p.pos > maxLoopBytes)
+}
+
+// errCloseAfterReplies is a goroutine's word to the loop that the
+// connection must close once its replies are sent.
+var errCloseAfterReplies = errors.New("close after the replies")
+
+// readRestHere takes bytes read off the loop for a heavy command: it
+// buffers them and, once the command is whole, runs it here. It reports
+// whether the goroutine is done, and what the loop must do then (see
+// wakeBusy): the command ran, or the connection must close.
+func (c *connection) readRestHere(data []byte) (bool, error) {
+	err := c.buffer(data)
+	if err == nil {
+		err = c.checkPending()
+	}
+	var args [][]byte
+	n := 0
+	if err == nil {
+		c.p.makeRoom()
+		args, n, err = c.p.next(c.in[c.r:], parseLimits{authed: c.sess.authed, maxRequest: c.s.cfg.MaxRequestBytes})
+	}
+	if err == nil {
+		err = c.account()
+	}
+	if err != nil {
+		c.refuse(err)
+		return true, errCloseAfterReplies
+	}
+	if n == 0 {
+		return false, nil
+	}
+	c.r += n
+	if args != nil {
+		cmd, ok := lookup(args[0])
+		if ok && c.sess.authed && c.sess.multi == nil && cmd.arityOK(len(args)) && cmd.name != "exec" {
+			c.runHere(cmd, args)
+		} else {
+			c.s.execCommand(&c.sess, &c.w, args, cmd, ok) // queued, or an error
+		}
+	}
+	if !c.keep(c.p.memBytes()) {
+		c.p.shrink()
+	}
+	if c.sess.quit {
+		return true, errCloseAfterReplies
+	}
+	return true, nil
+}
+
+// offLoopHook, set by tests, is told the name of each command that
+// starts to run off its loop.
+var offLoopHook func(name string)
 
 func copyArgs(args [][]byte) ([][]byte, int) {
 	size := 0
@@ -610,11 +738,12 @@ func (c *connection) mustWaitForAuth(args [][]byte) bool {
 
 func (c *connection) remote() string { return c.addr }
 
-// execLock keeps EXEC's commands together. Every client holds its shard
-// while its commands run; EXEC takes every shard, so no other client's
-// command runs between the queued ones. A plain command pays for one
-// uncontended lock per batch it arrives in, on a shard it seldom shares.
-// (Slow commands, which run off the loops, are kept out by Server.slow.)
+// execLock lets a transaction wait for the commands running on the
+// loops: every client holds its shard while a batch of its commands runs
+// on its loop, and a transaction, once its claim is registered, locks and
+// unlocks each shard in turn (Server.barrier), so that every batch that
+// began before has ended. A plain command pays for one uncontended lock
+// per batch it arrives in, on a shard it seldom shares.
 type execLock struct {
 	shards [64]paddedMutex
 }
@@ -628,20 +757,8 @@ type paddedMutex struct {
 
 func (l *execLock) shard(id int64) *paddedMutex { return &l.shards[uint64(id)%uint64(len(l.shards))] }
 
-func (l *execLock) lockAll() {
-	for i := range l.shards {
-		l.shards[i].Lock()
-	}
-}
-
-func (l *execLock) unlockAll() {
-	for i := range l.shards {
-		l.shards[i].Unlock()
-	}
-}
-
-// withoutShard runs f with the session's shard released, for EXEC,
-// which waits for the other shards.
+// withoutShard runs f with the session's shard released, for a
+// transaction's barrier, which waits for every shard.
 func (sess *session) withoutShard(f func()) {
 	if sess.client == nil || !sess.holdsShard {
 		f()
@@ -679,4 +796,70 @@ func (l *logLimiter) log(logger interface {
 		args = append(args, "similar_lines_left_out", dropped)
 	}
 	logger.Warn(msg, args...)
+}
+
+// copyChunk is the most appendChunked copies at once.
+const copyChunk = 1 << 20
+
+// appendChunked is append(dst, src...), copying at most copyChunk bytes at
+// a time. A copy is one call that the Go scheduler cannot stop: a copy of
+// 60 MB into memory the process has not touched yet took 0.75 s on a busy
+// VM, and a garbage collection that began meanwhile held every other
+// goroutine, the event loops included, until it ended.
+func appendChunked(dst, src []byte) []byte {
+	if len(src) <= copyChunk {
+		return append(dst, src...)
+	}
+	dst = slices.Grow(dst, len(src))
+	for len(src) > 0 {
+		n := min(len(src), copyChunk)
+		dst = append(dst, src[:n]...)
+		src = src[n:]
+	}
+	return dst
+}
+
+// chunkedWriter writes to w at most copyChunk bytes at a time (see
+// appendChunked): a filter's WriteTo hands its whole bit array to one
+// Write.
+type chunkedWriter struct{ w io.Writer }
+
+func (c chunkedWriter) Write(b []byte) (int, error) {
+	n := 0
+	for len(b) > 0 {
+		m, err := c.w.Write(b[:min(len(b), copyChunk)])
+		n += m
+		if err != nil {
+			return n, err
+		}
+		b = b[m:]
+	}
+	return n, nil
+}
+
+// makeRoom grows the parser's slices, before a read's worth of a heavy
+// command is parsed, so that append never has to: append copies a slice
+// in one call the scheduler cannot stop (see appendChunked), and the
+// slices of a million arguments are 40 MB. They grow by a quarter, as
+// append grows large slices, from what was parsed, and never past the
+// arguments the command has left: a read of loopReadBytes holds at most
+// loopReadBytes/6 of them. (Doubling took the slices of a command of a
+// million arguments past max-request-bytes.)
+func (p *requestParser) makeRoom() {
+	const perRead = loopReadBytes/6 + 1
+	need := min(perRead, p.left)
+	if p.kind != '*' || cap(p.spans)-len(p.spans) >= need {
+		return
+	}
+	size := min(max(cap(p.spans)+cap(p.spans)/4, len(p.spans)+perRead), len(p.spans)+p.left)
+	spans := make([]span, 0, size)
+	for rest := p.spans; len(rest) > 0; {
+		n := min(len(rest), copyChunk/16)
+		spans = append(spans, rest[:n]...)
+		rest = rest[n:]
+	}
+	p.spans = spans
+	if cap(p.args) < size {
+		p.args = make([][]byte, 0, size) // argsOf fills it anew
+	}
 }

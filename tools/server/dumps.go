@@ -182,14 +182,12 @@ func (u *uploads) add(name, family string, start uint64, data []byte) (rec []byt
 			u.removeLocked(p)
 			return nil, false, "ERR LOADCHUNK uploads would hold more than max-upload-bytes (" + itoa(u.maxBytes) + ")"
 		}
-		nb := make([]byte, len(p.buf), grown)
-		copy(nb, p.buf)
-		p.buf = nb
+		p.buf = appendChunked(make([]byte, 0, grown), p.buf)
 		p.held = grown
 		u.bytes += delta
 		o.bytes += delta
 	}
-	p.buf = append(p.buf, data...)
+	p.buf = appendChunked(p.buf, data)
 	p.touched = u.st.now()
 	u.lru.MoveToBack(p.elem)
 	if uint64(len(p.buf)) < p.total {

@@ -1,147 +1,343 @@
 package server
 
 import (
+	"context"
 	"math/rand/v2"
+	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 )
 
-// redisMatch is Redis's stringmatchlen (util.c), recursion and all: the
-// reference globMatch must agree with. It backtracks into every star, so
-// it is only run on short inputs. (Redis answers no for an empty string
-// and any pattern, "*" included, except through KEYS *'s shortcut; the
-// comparisons leave the empty string out.)
-func redisMatch(pattern, s string) bool {
-	for len(pattern) > 0 && len(s) > 0 {
-		switch pattern[0] {
+// redisMatch is Redis 7's stringmatchlen (util.c), line for line: the
+// reference compileGlob must agree with. As in C, a byte of the pattern
+// past its length reads as the string's terminating NUL, chars are signed
+// (amd64), and tolower is the C locale's. It recurses into every star, so
+// it is only run on short inputs.
+func redisMatch(pattern, s string, nocase bool) bool {
+	skip := false
+	return redisMatchImpl(pattern, s, nocase, &skip, 0)
+}
+
+func redisMatchImpl(pattern, str string, nocase bool, skipLongerMatches *bool, nesting int) bool {
+	if nesting > 1000 {
+		return false
+	}
+	at := func(i int) int { // pattern[i] as a C char
+		if i < len(pattern) {
+			return int(int8(pattern[i]))
+		}
+		return 0
+	}
+	char := func(b byte) int { return int(int8(b)) }
+	p, plen := 0, len(pattern)
+	s, slen := 0, len(str)
+	for plen > 0 && slen > 0 {
+		switch pattern[p] {
 		case '*':
-			for len(pattern) > 1 && pattern[1] == '*' {
-				pattern = pattern[1:]
+			for plen > 0 && at(p+1) == '*' {
+				p++
+				plen--
 			}
-			if len(pattern) == 1 {
+			if plen == 1 {
 				return true
 			}
-			for len(s) > 0 {
-				if redisMatch(pattern[1:], s) {
+			for slen > 0 {
+				if redisMatchImpl(pattern[p+1:], str[s:], nocase, skipLongerMatches, nesting+1) {
 					return true
 				}
-				s = s[1:]
+				if *skipLongerMatches {
+					return false
+				}
+				s++
+				slen--
 			}
+			*skipLongerMatches = true
 			return false
 		case '?':
-			s = s[1:]
+			s++
+			slen--
 		case '[':
-			pattern = pattern[1:]
-			not := len(pattern) > 0 && pattern[0] == '^'
+			p++
+			plen--
+			not := at(p) == '^'
 			if not {
-				pattern = pattern[1:]
+				p++
+				plen--
 			}
 			match := false
 			for {
-				if len(pattern) >= 2 && pattern[0] == '\\' {
-					pattern = pattern[1:]
-					match = match || pattern[0] == s[0]
-				} else if len(pattern) > 0 && pattern[0] == ']' {
-					break
-				} else if len(pattern) == 0 {
-					pattern = " " // stands for the byte C steps back onto
-					break
-				} else if len(pattern) >= 3 && pattern[1] == '-' {
-					lo, hi := pattern[0], pattern[2]
-					if lo > hi {
-						lo, hi = hi, lo
+				if at(p) == '\\' && plen >= 2 {
+					p++
+					plen--
+					if at(p) == char(str[s]) {
+						match = true
 					}
-					match = match || (lo <= s[0] && s[0] <= hi)
-					pattern = pattern[2:]
-				} else {
-					match = match || pattern[0] == s[0]
+				} else if at(p) == ']' {
+					break
+				} else if plen == 0 {
+					p--
+					plen++
+					break
+				} else if plen >= 3 && at(p+1) == '-' {
+					start, end, c := at(p), at(p+2), char(str[s])
+					if start > end {
+						start, end = end, start
+					}
+					if nocase {
+						start, end, c = cLower(start), cLower(end), cLower(c)
+					}
+					p += 2
+					plen -= 2
+					if c >= start && c <= end {
+						match = true
+					}
+				} else if !nocase && at(p) == char(str[s]) || nocase && cLower(at(p)) == cLower(char(str[s])) {
+					match = true
 				}
-				pattern = pattern[1:]
+				p++
+				plen--
 			}
-			if match == not {
+			if not {
+				match = !match
+			}
+			if !match {
 				return false
 			}
-			s = s[1:]
-		case '\\':
-			if len(pattern) >= 2 {
-				pattern = pattern[1:]
-			}
-			fallthrough
+			s++
+			slen--
 		default:
-			if pattern[0] != s[0] {
+			if pattern[p] == '\\' && plen >= 2 {
+				p++
+				plen--
+			}
+			if !nocase && at(p) != char(str[s]) || nocase && cLower(at(p)) != cLower(char(str[s])) {
 				return false
 			}
-			s = s[1:]
+			s++
+			slen--
 		}
-		pattern = pattern[1:]
-		if len(s) == 0 {
-			for len(pattern) > 0 && pattern[0] == '*' {
-				pattern = pattern[1:]
+		p++
+		plen--
+		if slen == 0 {
+			for at(p) == '*' {
+				p++
+				plen--
 			}
+			break
 		}
 	}
-	return len(pattern) == 0 && len(s) == 0
+	return plen == 0 && slen == 0
+}
+
+// redisKeysMatch is what KEYS and SCAN MATCH answer in Redis: "*" takes
+// every key, the empty one included, without the matcher.
+func redisKeysMatch(pattern, name string) bool {
+	return pattern == "*" || redisMatch(pattern, name, false)
 }
 
 func TestGlobMatchesRedis(t *testing.T) {
 	for _, c := range []struct {
 		pattern, name string
-		want          bool
+		nocase, want  bool
 	}{
-		{"*", "anything", true},
-		{"*", "", true},
-		{"bf:*", "bf:a", true},
-		{"bf:*", "cf:a", false},
-		{"h?llo", "hello", true},
-		{"h?llo", "hllo", false},
-		{"h*llo", "heeeello", true},
-		{"h[ae]llo", "hallo", true},
-		{"h[ae]llo", "hillo", false},
-		{"h[^e]llo", "hallo", true},
-		{"h[^e]llo", "hello", false},
-		{"h[a-b]llo", "hbllo", true},
-		{"h[b-a]llo", "hbllo", true},
-		{"h[a-b]llo", "hcllo", false},
-		{`h\*llo`, "h*llo", true},
-		{`h\*llo`, "hallo", false},
-		{`a\`, `a\`, true},
-		{"[abc", "c", true},
-		{"[]", "]", false},
-		{"*a*a*a*a*a*b*", strings.Repeat("a", 100), false},
-		{"*a*a*a*a*a*b*", strings.Repeat("a", 100) + "b", true},
+		{"*", "anything", false, true},
+		{"*", "", false, true},
+		{"**", "", false, false},
+		{"", "", false, true},
+		{"", "a", false, false},
+		{"bf:*", "bf:a", false, true},
+		{"bf:*", "cf:a", false, false},
+		{"h?llo", "hello", false, true},
+		{"h?llo", "hllo", false, false},
+		{"h*llo", "heeeello", false, true},
+		{"h[ae]llo", "hallo", false, true},
+		{"h[ae]llo", "hillo", false, false},
+		{"h[^e]llo", "hallo", false, true},
+		{"h[^e]llo", "hello", false, false},
+		{"h[a-b]llo", "hbllo", false, true},
+		{"h[b-a]llo", "hbllo", false, true},
+		{"h[a-b]llo", "hcllo", false, false},
+		{`h\*llo`, "h*llo", false, true},
+		{`h\*llo`, "hallo", false, false},
+		{`a\`, `a\`, false, true},
+		{"[abc", "c", false, true},
+		{"[", "x", false, false},
+		{"[^", "x", false, true}, // an open negated set with nothing in it
+		{"[]", "]", false, false},
+		{"[a-]x", "_", false, true}, // a-] is a range, and the set runs on
+		{"[a-]x]", "x", false, true},
+		// Signed chars: [\x01-\xff] is -1..1, [b-\xff] is -1..'b'.
+		{"a[\x01-\xff]", "a\xff", false, true},
+		{"a[\x01-\xff]", "a\x80", false, false},
+		{"a[b-\xff]", "aZ", false, true},
+		{"a[b-\xff]", "a\x10", false, true},
+		{"a[b-\xff]", "ac", false, false},
+		// nocase: a range is put in order before its ends are lowered, so
+		// [Z-a] holds nothing; an escaped byte in a set is exact.
+		{"[Z-a]ppendonly", "appendonly", true, false},
+		{"[A-A]PPENDONLY", "appendonly", true, true},
+		{`appendonl[\Y]`, "appendonly", true, false},
+		{`APPENDONL\Y`, "appendonly", true, true},
+		{"*a*a*a*a*a*b*", strings.Repeat("a", 100), false, false},
+		{"*a*a*a*a*a*b*", strings.Repeat("a", 100) + "b", false, true},
 	} {
-		if got := globMatch(c.pattern, c.name); got != c.want {
-			t.Errorf("globMatch(%q, %q) = %v, want %v", c.pattern, c.name, got, c.want)
+		g := compileGlob(c.pattern, c.nocase)
+		if got := g.match(c.name); got != c.want {
+			t.Errorf("compileGlob(%q, nocase %v).match(%q) = %v, want %v", c.pattern, c.nocase, c.name, got, c.want)
+		}
+		if c.name != "" && c.pattern != "*" {
+			if ref := redisMatch(c.pattern, c.name, c.nocase); ref != c.want {
+				t.Errorf("the reference says %v for %q, %q: the case is wrong", ref, c.pattern, c.name)
+			}
 		}
 	}
 	rng := rand.New(rand.NewPCG(1, 2))
 	piece := func(alphabet string, n int) string {
-		b := make([]byte, rng.IntN(n)+1)
+		b := make([]byte, rng.IntN(n+1))
 		for i := range b {
 			b[i] = alphabet[rng.IntN(len(alphabet))]
 		}
 		return string(b)
 	}
-	for range 200_000 {
-		pattern, name := piece(`ab*?[]^-\`, 9), piece("ab]-^", 8)
-		if got, want := globMatch(pattern, name), redisMatch(pattern, name); got != want {
-			t.Fatalf("globMatch(%q, %q) = %v, Redis says %v", pattern, name, got, want)
+	const patternBytes, nameBytes = `ab*?[]^-\Z` + "\x00\x80\xff", "abAZz]-^\\\x00\x01\x80\xff"
+	for i := range 300_000 {
+		pattern, name := piece(patternBytes, 10), piece(nameBytes, 8)
+		nocase := i%2 == 1
+		got, want := compileGlob(pattern, nocase).match(name), redisMatch(pattern, name, nocase)
+		if !nocase {
+			want = redisKeysMatch(pattern, name)
+		}
+		if got != want && !(nocase && name == "") {
+			t.Fatalf("compileGlob(%q, nocase %v).match(%q) = %v, Redis says %v", pattern, nocase, name, got, want)
+		}
+	}
+	// Long patterns and names, where the reference is still quick:
+	// patterns with few stars, over every word of the state sets.
+	for range 2000 {
+		var p strings.Builder
+		for range rng.IntN(200) {
+			switch rng.IntN(12) {
+			case 0:
+				p.WriteString("*")
+			case 1:
+				p.WriteString("?")
+			case 2:
+				p.WriteString("[a-b]")
+			default:
+				p.WriteByte("ab"[rng.IntN(2)])
+			}
+		}
+		pattern := p.String()
+		if strings.Count(pattern, "*") > 3 {
+			continue
+		}
+		name := piece("ab", 300)
+		if got, want := compileGlob(pattern, false).match(name), redisKeysMatch(pattern, name); got != want {
+			t.Fatalf("compileGlob(%q).match(%q) = %v, Redis says %v", pattern, name, got, want)
 		}
 	}
 }
 
 func FuzzGlob(f *testing.F) {
-	f.Add("*a*a*b*", "aaab")
-	f.Add(`h[^a-c\]]llo*`, "hdllo")
-	f.Fuzz(func(t *testing.T, pattern, name string) {
-		got := globMatch(pattern, name)
-		if len(pattern) <= 12 && len(name) <= 12 && name != "" {
-			if want := redisMatch(pattern, name); got != want {
-				t.Fatalf("globMatch(%q, %q) = %v, Redis says %v", pattern, name, got, want)
+	f.Add("*a*a*b*", "aaab", false)
+	f.Add(`h[^a-c\]]llo*`, "hdllo", false)
+	f.Add("[Z-a]*", "Appendonly", true)
+	f.Add("a[b-\xff]", "a\x10", false)
+	f.Fuzz(func(t *testing.T, pattern, name string, nocase bool) {
+		if len(pattern) > maxPatternBytes {
+			pattern = pattern[:maxPatternBytes]
+		}
+		got := compileGlob(pattern, nocase).match(name)
+		if len(pattern) <= 16 && len(name) <= 16 && name != "" {
+			if want := redisMatch(pattern, name, nocase); got != want {
+				t.Fatalf("compileGlob(%q, nocase %v).match(%q) = %v, Redis says %v", pattern, nocase, name, got, want)
 			}
 		}
 	})
+}
+
+// KEYS on a real redis-server (CI starts one; OHBLOOM_REDIS_ADDR) agrees
+// with the matcher on random keys and patterns, high bytes included, and
+// so does CONFIG GET on Redis's own setting names, where Redis ignores
+// case.
+func TestGlobMatchesRedisServer(t *testing.T) {
+	addr := os.Getenv("OHBLOOM_REDIS_ADDR")
+	if addr == "" {
+		if os.Getenv("CI") != "" {
+			t.Fatal("CI must set OHBLOOM_REDIS_ADDR (.ci/run starts redis-server)")
+		}
+		t.Skip("OHBLOOM_REDIS_ADDR is not set")
+	}
+	ctx := context.Background()
+	rdb := redis.NewClient(&redis.Options{Addr: addr, DB: 5, ReadTimeout: 30 * time.Second, MaxRetries: -1})
+	t.Cleanup(func() { rdb.FlushDB(ctx); rdb.Close() })
+	if err := rdb.FlushDB(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(3, 4))
+	piece := func(alphabet string, n int) string {
+		b := make([]byte, rng.IntN(n+1))
+		for i := range b {
+			b[i] = alphabet[rng.IntN(len(alphabet))]
+		}
+		return string(b)
+	}
+	var names []string
+	for range 300 {
+		name := piece("abAZ]-^\\\x00\x80\xff", 7)
+		names = append(names, name)
+		if err := rdb.Set(ctx, name, "1", 0).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	slices.Sort(names)
+	names = slices.Compact(names)
+	rounds := 3000
+	if testing.Short() {
+		rounds = 300
+	}
+	for range rounds {
+		pattern := piece(`ab*?[]^-\A`+"\x80\xff", 8)
+		got, err := rdb.Keys(ctx, pattern).Result()
+		if err != nil {
+			t.Fatalf("KEYS %q: %v", pattern, err)
+		}
+		g := compileGlob(pattern, false)
+		var want []string
+		for _, name := range names {
+			if g.match(name) {
+				want = append(want, name)
+			}
+		}
+		slices.Sort(got)
+		if !slices.Equal(got, want) {
+			t.Fatalf("KEYS %q: redis-server %q, compileGlob %q", pattern, got, want)
+		}
+	}
+	all, err := rdb.ConfigGet(ctx, "*").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range rounds / 10 {
+		pattern := "*" + piece("aeiopnAEIOPN[]-^?\\", 5) + "*"
+		if rng.IntN(2) == 0 { // a range whose ends' case matters
+			pattern = piece("*?aA", 2) + "[" + piece("aAmMzZ^", 1) + piece("aAmMzZ", 1) + "-" + piece("aAmMzZ", 1) + "]*"
+		}
+		got, err := rdb.ConfigGet(ctx, pattern).Result()
+		if err != nil {
+			t.Fatalf("CONFIG GET %q: %v", pattern, err)
+		}
+		g := compileGlob(pattern, true)
+		for name := range all {
+			if _, in := got[name]; in != g.match(name) {
+				t.Fatalf("CONFIG GET %q: redis-server includes %q: %v, compileGlob says %v", pattern, name, in, !in)
+			}
+		}
+	}
 }
 
 // KEYS and SCAN MATCH with a pattern that makes a backtracking matcher
@@ -169,5 +365,30 @@ func TestKeysPatternsCannotExplode(t *testing.T) {
 	}
 	if r := c.do(t, "SCAN", "0", "MATCH", strings.Repeat("?", maxPatternBytes+1)); r != "-"+errPatternTooLong {
 		t.Fatalf("a SCAN pattern over the bound: %q", r)
+	}
+	if r := c.do(t, "CONFIG", "GET", "*"+strings.Repeat("[z]", maxPatternBytes)); r != "-"+errPatternTooLong {
+		t.Fatalf("a CONFIG GET pattern over the bound: %q", r)
+	}
+}
+
+// The matcher's worst inputs over a key of the longest name: a 1 KiB class
+// after a star (the old matcher's quadratic case), and 1,022 literals
+// after a star over a name of that letter (every state live at every
+// byte: the most work per byte there is).
+func BenchmarkGlob(b *testing.B) {
+	long := strings.Repeat("a", maxKeyBytes)
+	for _, c := range []struct{ name, pattern, key string }{
+		{"class1020", "*[" + strings.Repeat("z", maxPatternBytes-4) + "]q", long},
+		{"literals1022", "*" + strings.Repeat("a", maxPatternBytes-2) + "b", long},
+		{"prefix", "bf:*", "bf:" + long},
+		{"short", "user:*:x", "user:12345:y"},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			g := compileGlob(c.pattern, false)
+			b.SetBytes(int64(len(c.key)))
+			for b.Loop() {
+				g.match(c.key)
+			}
+		})
 	}
 }

@@ -5,6 +5,7 @@ package server
 import (
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"runtime"
 	"runtime/debug"
@@ -18,22 +19,9 @@ import (
 )
 
 // The event loops, on epoll, written here rather than taken from
-// github.com/panjf2000/gnet/v2, because they cost less CPU per command,
-// measured beside Debian's redis-server 7.0 (SADD/SISMEMBER) in the same
-// run (OHBLOOM_SERVERS="ohbloom=... gnet=..." bench/serve_bench.sh 3,
-// redis-benchmark -c 50 -r 1000000; medians of 3 alternating rounds, on a
-// machine busy with other work), server CPU per command as a ratio to
-// redis-server's:
-//
-//	                        own loop   gnet v2.9.7
-//	BF.ADD    pipelined 16    0.42       0.41
-//	BF.EXISTS pipelined 16    0.46       0.55
-//	BF.ADD    unpipelined     0.81       1.16
-//	BF.EXISTS unpipelined     0.90       1.37
-//
-// Unpipelined, where each command is a read and a write of its own, gnet
-// spent ~4.4 µs more per command (12.2-12.6 µs against 7.8-8.2), which
-// puts it above redis-server's 9.2-9.5; pipelined the two are alike. This
+// github.com/panjf2000/gnet/v2, because they cost less CPU per command
+// where each command is a read and a write of its own, and as little
+// pipelined (docs/benchmarks.md, "The event loop against gnet"). This
 // loop parses straight from its read buffer and copies only the tail of
 // an unfinished command; it reads and writes with raw system calls.
 //
@@ -357,13 +345,15 @@ func (l *eventLoop) open(c *connection) {
 }
 
 // close closes a connection, unless a slow command of it still runs: then
-// when it ends.
+// when it ends. A goroutine reading a heavy command (readOffLoop) is
+// woken by the shutdown of the socket's reading side, and ends.
 func (l *eventLoop) close(c *connection) {
 	if c.closed {
 		return
 	}
 	c.dead = true
 	if c.block&blockBusy != 0 {
+		unix.Shutdown(c.fd, unix.SHUT_RD)
 		return
 	}
 	c.closed = true
@@ -507,4 +497,40 @@ func rawWrite(fd int, b []byte) (int, error) {
 		return -1, e
 	}
 	return int(n), nil
+}
+
+// readOffLoop reads the rest of a heavy command on a goroutine of its own,
+// and runs it there (connection.readRestHere); the loop serves the other
+// clients meanwhile and leaves the socket to the goroutine. The goroutine
+// waits for bytes in poll(2); Shutdown wakes it by shutting the socket's
+// reading side (eventLoop.close).
+func (c *connection) readOffLoop() {
+	c.block |= blockBusy
+	c.sess.holdsShard = false
+	go func() {
+		c.wake(wakeBusy, c.readRest())
+	}()
+}
+
+func (c *connection) readRest() error {
+	buf := make([]byte, loopReadBytes)
+	for {
+		n, err := rawRead(c.fd, buf)
+		switch {
+		case n > 0:
+			if done, err := c.readRestHere(buf[:n]); done {
+				return err
+			}
+		case n == 0 && err == nil:
+			return io.EOF // the peer closed
+		case err == unix.EAGAIN:
+			fds := []unix.PollFd{{Fd: int32(c.fd), Events: unix.POLLIN | unix.POLLRDHUP}}
+			if _, err := unix.Poll(fds, -1); err != nil && err != unix.EINTR {
+				return err
+			}
+		case err == unix.EINTR:
+		default:
+			return err
+		}
+	}
 }

@@ -217,6 +217,7 @@ func (s *store) load() error {
 	var segs []segmentFile
 	var manifestPath, lastSavePath string
 	present := map[string]bool{}
+	var records []string
 	for _, ent := range ents {
 		name := ent.Name()
 		path := filepath.Join(s.dir, name)
@@ -227,15 +228,7 @@ func (s *store) load() error {
 			}
 			s.logger.Info("removed a temporary file of an interrupted save", "file", path)
 		case strings.HasSuffix(name, recordFileExt) && !strings.HasPrefix(name, "."):
-			key, e, err := loadRecord(path)
-			if err != nil {
-				return fmt.Errorf("server: data file %s: %w", path, err)
-			}
-			if want := s.path(key); filepath.Base(want) != name {
-				return fmt.Errorf("server: data file %s holds key %q, whose file is %s", path, key, want)
-			}
-			e.onDisk = true
-			s.keys[key] = e
+			records = append(records, path)
 			present[name] = true
 		case segmentName.MatchString(name):
 			gen, _ := strconv.ParseUint(name[len("appendonly-"):len("appendonly-")+16], 16, 64)
@@ -251,6 +244,9 @@ func (s *store) load() error {
 		if ms, err = readManifest(manifestPath); err != nil {
 			return fmt.Errorf("server: manifest %s: %w (moved away, the start replays every log segment, if they run without a gap)", manifestPath, err)
 		}
+	}
+	if err := s.loadRecords(records); err != nil {
+		return err
 	}
 	slices.SortFunc(segs, func(a, b segmentFile) int { return cmpUint(a.gen, b.gen) })
 	live, stale, spare, err := liveSegments(ms, manifestPath, segs)
@@ -710,6 +706,9 @@ func (w diskWriter) Write(b []byte) (int, error) { return fileWrite(w.f, b) }
 // a key. Its errors name path: the temporary file is gone by the time
 // anyone reads them.
 func writeAtomic(path string, write func(io.Writer) error) (err error) {
+	if err := replaceable(path); err != nil {
+		return err
+	}
 	dir, base := filepath.Split(path)
 	tmp, err := os.CreateTemp(dir, "."+base+".tmp-*")
 	if err != nil {
@@ -733,6 +732,9 @@ func writeAtomic(path string, write func(io.Writer) error) (err error) {
 		return err
 	}
 	if err := tmp.Close(); err != nil {
+		return err
+	}
+	if err := replaceable(path); err != nil {
 		return err
 	}
 	return os.Rename(tmp.Name(), path)

@@ -2,18 +2,14 @@ package server
 
 import (
 	"context"
-	"encoding/hex"
-	"encoding/json"
 	"fmt"
-	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/ohbloom/ohbloom/internal/redisbloomtest"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -27,103 +23,30 @@ import (
 // byte for byte; and so does a restart, from the log alone and from a
 // snapshot and the log after it.
 
-type rbGolden struct {
-	Name           string   `json:"name"`
-	Reserve        []string `json:"reserve"`
-	Items          string   `json:"items"`
-	NTextItems     int      `json:"n_text_items"`
-	BinaryItemsHex []string `json:"binary_items_hex"`
-	AbsentProbes   string   `json:"absent_probes"`
-	rbGoldenState
-	AfterMore struct {
-		MoreItems string `json:"more_items"`
-		rbGoldenState
-	} `json:"after_more"`
-}
-
-type rbGoldenState struct {
-	Info      map[string]any `json:"info"`
-	Positives []int          `json:"absent_probes_positive"`
-	Chunks    []struct {
-		Iterator int64  `json:"iterator"`
-		Data     []byte `json:"data"`
-	} `json:"chunks"`
-}
-
-// The shared directory beside the worktree, then the repository's copy.
-var rbGoldenDirs = []string{"../../../shared/testdata/redisbloom", "../../testdata/redisbloom"}
-
-// loadRBGolden reads every dump of both directories, once per name, the
-// shared one first. With none at all it fails: the test never passes by
-// having nothing to check.
-func loadRBGolden(t *testing.T) []*rbGolden {
-	t.Helper()
-	byName := map[string]string{}
-	for _, dir := range rbGoldenDirs {
-		paths, _ := filepath.Glob(filepath.Join(dir, "*.json"))
-		if len(paths) == 0 {
-			t.Logf("no dumps in %s", dir)
-		}
-		for _, p := range paths {
-			if _, seen := byName[filepath.Base(p)]; !seen {
-				byName[filepath.Base(p)] = p
-			}
-		}
-	}
-	if len(byName) == 0 {
-		t.Fatal("no RedisBloom dumps at all")
-	}
-	var out []*rbGolden
-	for _, name := range slices.Sorted(func(yield func(string) bool) {
-		for n := range byName {
-			if !yield(n) {
-				return
-			}
-		}
-	}) {
-		data, err := os.ReadFile(byName[name])
-		if err != nil {
-			t.Fatal(err)
-		}
-		g := new(rbGolden)
-		if err := json.Unmarshal(data, g); err != nil {
-			t.Fatalf("%s: %v", byName[name], err)
-		}
-		out = append(out, g)
+// anys turns items into BF.MADD's and BF.MEXISTS's arguments.
+func anys(items [][]byte) []any {
+	out := make([]any, len(items))
+	for i, item := range items {
+		out[i] = string(item)
 	}
 	return out
 }
 
-var rbRangeRE = regexp.MustCompile(`^'([^']*)' \+ decimal i for i < (\d+)`)
+// rbRange is redisbloomtest.Range as command arguments.
+func rbRange(t *testing.T, desc string) []any { return anys(redisbloomtest.Range(t, desc)) }
 
-// rbRange expands a description "'prefix' + decimal i for i < n".
-func rbRange(t *testing.T, desc string) []any {
-	t.Helper()
-	m := rbRangeRE.FindStringSubmatch(desc)
-	if m == nil {
-		t.Fatalf("cannot read the items from %q", desc)
-	}
-	n, _ := strconv.Atoi(m[2])
-	items := make([]any, n)
-	for i := range items {
-		items[i] = m[1] + strconv.Itoa(i)
-	}
-	return items
-}
+// loadRBGolden reads every dump (redisbloomtest.Load).
+func loadRBGolden(t *testing.T) []*redisbloomtest.Dump { return redisbloomtest.Load(t, "../..") }
 
-func (g *rbGolden) items(t *testing.T) []any {
-	items := rbRange(t, g.Items)
-	if len(items) != g.NTextItems {
-		t.Fatalf("%s: %d text items described, n_text_items %d", g.Name, len(items), g.NTextItems)
+// wantInfo is BF.INFO as RedisBloom recorded it, in the shape infoMap
+// gives: numbers as float64, as JSON decodes them, and a nil expansion.
+func wantInfo(in redisbloomtest.Info) map[string]any {
+	m := map[string]any{"Capacity": float64(in.Capacity), "Size": float64(in.Size),
+		"Number of filters": float64(in.Filters), "Number of items inserted": float64(in.Items), "Expansion rate": nil}
+	if in.Expansion != nil {
+		m["Expansion rate"] = float64(*in.Expansion)
 	}
-	for _, h := range g.BinaryItemsHex {
-		b, err := hex.DecodeString(h)
-		if err != nil {
-			t.Fatal(err)
-		}
-		items = append(items, string(b))
-	}
-	return items
+	return m
 }
 
 // infoMap is BF.INFO as a map from either protocol's reply.
@@ -169,7 +92,7 @@ func sameInfo(got, want map[string]any) bool {
 }
 
 // checkRBKey checks key against a state RedisBloom recorded.
-func checkRBKey(t *testing.T, rdb *redis.Client, key string, want *rbGoldenState, probes []any) {
+func checkRBKey(t *testing.T, rdb *redis.Client, key string, want *redisbloomtest.State, probes []any) {
 	t.Helper()
 	ctx := context.Background()
 	var positives []int
@@ -194,10 +117,10 @@ func checkRBKey(t *testing.T, rdb *redis.Client, key string, want *rbGoldenState
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := infoMap(t, info); !sameInfo(got, want.Info) {
+	if got := infoMap(t, info); !sameInfo(got, wantInfo(want.Info)) {
 		t.Errorf("%s: BF.INFO %v, RedisBloom's %v", key, got, want.Info)
 	}
-	if n, err := rdb.BFCard(ctx, key).Result(); err != nil || float64(n) != want.Info["Number of items inserted"].(float64) {
+	if n, err := rdb.BFCard(ctx, key).Result(); err != nil || n != int64(want.Info.Items) {
 		t.Errorf("%s: BF.CARD %d %v", key, n, err)
 	}
 	iter := int64(0)
@@ -245,7 +168,7 @@ func maddAsRedisBloom(t *testing.T, rdb *redis.Client, key string, items []any) 
 
 func isError(v any) bool { _, ok := v.(error); return ok }
 
-func loadRBChunks(t *testing.T, rdb *redis.Client, key string, g *rbGolden) {
+func loadRBChunks(t *testing.T, rdb *redis.Client, key string, g *redisbloomtest.Dump) {
 	t.Helper()
 	for _, c := range g.Chunks {
 		if err := rdb.BFLoadChunk(context.Background(), key, c.Iterator, string(c.Data)).Err(); err != nil {
@@ -268,14 +191,14 @@ func TestRedisBloomDumpsThroughTheServer(t *testing.T) {
 					t.Fatalf("%s: TYPE %q", key, typ)
 				}
 				probes := rbRange(t, g.AbsentProbes)
-				checkRBKey(t, rdb, key, &g.rbGoldenState, probes)
+				checkRBKey(t, rdb, key, &g.State, probes)
 				// go-redis's own BF.INFO parses the reply too, but for a
 				// filter that does not grow: its nil Expansion rate, which
 				// RedisBloom sends too, fails go-redis's parser.
-				if in, err := rdb.BFInfo(ctx, key).Result(); g.Info["Expansion rate"] != nil && (err != nil || float64(in.Capacity) != g.Info["Capacity"].(float64)) {
+				if in, err := rdb.BFInfo(ctx, key).Result(); g.Info.Expansion != nil && (err != nil || uint64(in.Capacity) != g.Info.Capacity) {
 					t.Fatalf("%s: go-redis BF.INFO %+v %v", key, in, err)
 				}
-				items := g.items(t)
+				items := anys(g.Added(t))
 				for start := 0; start < len(items); start += 5000 {
 					found, err := rdb.BFMExists(ctx, key, items[start:min(len(items), start+5000)]...).Result()
 					if err != nil || slices.Contains(found, false) {
@@ -283,7 +206,7 @@ func TestRedisBloomDumpsThroughTheServer(t *testing.T) {
 					}
 				}
 				maddAsRedisBloom(t, rdb, key, rbRange(t, g.AfterMore.MoreItems))
-				checkRBKey(t, rdb, key, &g.AfterMore.rbGoldenState, probes)
+				checkRBKey(t, rdb, key, &g.AfterMore.State, probes)
 			}
 		})
 	}
@@ -339,11 +262,11 @@ func TestRedisBloomDumpsSurviveRestarts(t *testing.T) {
 
 	for _, c := range []struct {
 		dir   string
-		state func(g *rbGolden) *rbGoldenState
+		state func(g *redisbloomtest.Dump) *redisbloomtest.State
 	}{
-		{logOnly, func(g *rbGolden) *rbGoldenState { return &g.rbGoldenState }},
-		{final, func(g *rbGolden) *rbGoldenState { return &g.AfterMore.rbGoldenState }},
-		{dir, func(g *rbGolden) *rbGoldenState { return &g.AfterMore.rbGoldenState }},
+		{logOnly, func(g *redisbloomtest.Dump) *redisbloomtest.State { return &g.State }},
+		{final, func(g *redisbloomtest.Dump) *redisbloomtest.State { return &g.AfterMore.State }},
+		{dir, func(g *redisbloomtest.Dump) *redisbloomtest.State { return &g.AfterMore.State }},
 	} {
 		_, r := startOn(t, c.dir, Config{})
 		for _, g := range golden {
@@ -443,7 +366,7 @@ func TestRedisBloomLoadChunkChecks(t *testing.T) {
 // connection may not start one larger than its share, and INFO shows the
 // ones in progress.
 func TestRedisBloomLoadsCountAsUploads(t *testing.T) {
-	var g *rbGolden
+	var g *redisbloomtest.Dump
 	for _, x := range loadRBGolden(t) {
 		if x.Name == "cap1000-e0.01-grown" { // 11,464 bytes of filters
 			g = x

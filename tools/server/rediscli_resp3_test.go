@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/ohbloom/ohbloom/internal/redisbloomtest"
 )
 
 // redis-cli -3 and -2 (Debian's redis-tools 7.0) show every BF.* and CF.*
@@ -103,7 +105,7 @@ func redisPy(t *testing.T) string {
 
 // loadRBGoldenPath is the path of one RedisBloom dump, the shared one first.
 func loadRBGoldenPath(t *testing.T, name string) string {
-	for _, dir := range rbGoldenDirs {
+	for _, dir := range redisbloomtest.Dirs("../..") {
 		if p := filepath.Join(dir, name); fileExists(p) {
 			return p
 		}

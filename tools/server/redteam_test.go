@@ -8,6 +8,7 @@ import (
 	"net"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -400,5 +401,109 @@ func TestDumpRoomIsReservedBeforeTheCopy(t *testing.T) {
 	}
 	if n, bytes := d.usage(); n != 1 || bytes != 600 {
 		t.Fatalf("%d dumps, %d bytes", n, bytes)
+	}
+}
+
+// KEYS answers at most what a client may leave unread (max-request-bytes:
+// past it the connection used to be closed with its reply half sent); past
+// it, an error that points to SCAN, which lists the same keys.
+func TestKeysReplyIsBounded(t *testing.T) {
+	_, addr := start(t, Config{MaxRequestBytes: 4 << 10})
+	c := dial(t, addr)
+	const n = 100 // 100 names of 40 bytes: over 4 KiB of reply
+	for i := range n {
+		expect(t, c, resp("BF.ADD", fmt.Sprintf("%040d", i), "x"), ":1\r\n")
+	}
+	if r := c.do(t, "KEYS", "*"); r != "-ERR KEYS reply longer than max-request-bytes (4096): use SCAN" {
+		t.Fatalf("KEYS over the bound: %q", r)
+	}
+	if r := c.do(t, "KEYS", "000000000000000000000000000000000000000*"); r != "*10" {
+		t.Fatalf("KEYS within the bound: %q", r)
+	}
+	seen := 0
+	for cursor := "0"; ; {
+		expect(t, c, resp("SCAN", cursor, "COUNT", "7"), "*2\r\n")
+		cursor = readBulk(t, c)
+		seen += readArray(t, c)
+		if cursor == "0" {
+			break
+		}
+	}
+	if seen != n {
+		t.Fatalf("SCAN listed %d keys of %d", seen, n)
+	}
+}
+
+// One SCAN call answers at most about scanReplyBytes of names, whatever
+// its COUNT (a hint, in Redis too), and a cursor that goes on.
+func TestScanReplyIsBounded(t *testing.T) {
+	_, addr := start(t, Config{})
+	c := dial(t, addr)
+	const n = 40 // of 64 KiB: 2.5 MiB of names
+	for i := range n {
+		expect(t, c, resp("BF.ADD", fmt.Sprintf("%05d", i)+strings.Repeat("k", maxKeyBytes-5), "x"), ":1\r\n")
+	}
+	expect(t, c, resp("SCAN", "0", "COUNT", "1000000"), "*2\r\n")
+	cursor := readBulk(t, c)
+	first := readArray(t, c)
+	if cursor == "0" || first >= n || first > scanReplyBytes/maxKeyBytes+1 {
+		t.Fatalf("one SCAN of COUNT 1000000 over %d keys of 64 KiB answered %d, cursor %s", n, first, cursor)
+	}
+	seen := first
+	for cursor != "0" {
+		expect(t, c, resp("SCAN", cursor, "COUNT", "1000000"), "*2\r\n")
+		cursor = readBulk(t, c)
+		seen += readArray(t, c)
+	}
+	if seen != n {
+		t.Fatalf("the scan listed %d keys of %d", seen, n)
+	}
+}
+
+// A client name is at most maxClientNameBytes, by CLIENT SETNAME and by
+// HELLO: it is held for the connection's life, outside every budget.
+func TestClientNameIsBounded(t *testing.T) {
+	_, addr := start(t, Config{})
+	c := dial(t, addr)
+	ok, long := strings.Repeat("n", maxClientNameBytes), strings.Repeat("n", maxClientNameBytes+1)
+	expect(t, c, resp("CLIENT", "SETNAME", long), "-"+errClientNameTooLong+"\r\n")
+	expect(t, c, resp("HELLO", "2", "SETNAME", long), "-"+errClientNameTooLong+"\r\n")
+	expect(t, c, resp("CLIENT", "SETNAME", ok)+resp("CLIENT", "GETNAME"), "+OK\r\n$"+itoa(len(ok))+"\r\n"+ok+"\r\n")
+}
+
+// A command of more than maxLoopArgs arguments or maxLoopBytes bytes runs
+// off its event loop; one at the bounds runs on it.
+func TestHeavyCommandsRunOffTheLoop(t *testing.T) {
+	started := offLoop(t)
+	_, addr := start(t, Config{EventLoops: 1})
+	c := dial(t, addr)
+	items := func(n int) []string {
+		out := []string{"BF.MADD", "k"}
+		for i := range n {
+			out = append(out, strconv.Itoa(i))
+		}
+		return out
+	}
+	// At the bound: on the loop.
+	expect(t, c, resp(items(maxLoopArgs-2)...), "*"+itoa(maxLoopArgs-2)+"\r\n")
+	readLines(t, c, maxLoopArgs-2)
+	select {
+	case name := <-started:
+		t.Fatalf("%s of %d arguments ran off the loop", name, maxLoopArgs)
+	default:
+	}
+	expect(t, c, resp(items(maxLoopArgs-1)...), "*"+itoa(maxLoopArgs-1)+"\r\n")
+	readLines(t, c, maxLoopArgs-1)
+	awaitOffLoop(t, started, "bf.madd")
+	big := strings.Repeat("e", maxLoopBytes)
+	expect(t, c, resp("ECHO", big), "$"+itoa(len(big))+"\r\n"+big+"\r\n")
+	awaitOffLoop(t, started, "echo")
+}
+
+// readLines reads n one-line replies.
+func readLines(t *testing.T, c *rawConn, n int) {
+	t.Helper()
+	for range n {
+		readLine(t, c)
 	}
 }

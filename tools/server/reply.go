@@ -91,7 +91,7 @@ func (w *replyWriter) WriteInt64(num int64) {
 
 func (w *replyWriter) WriteBulk(bulk []byte) {
 	w.header('$', int64(len(bulk)))
-	w.b = append(w.b, bulk...)
+	w.b = appendChunked(w.b, bulk)
 	w.b = append(w.b, '\r', '\n')
 }
 

@@ -163,9 +163,9 @@ type Server struct {
 	// not authenticated, bounded by MaxUnauthBufferedBytes.
 	unauthBuffered atomic.Int64
 	execLock       execLock
-	// slow keeps slow commands, which run off the loops, and EXEC apart:
-	// the former hold it shared, EXEC exclusively.
-	slow sync.RWMutex
+	// iso holds the claims of transactions and of commands off the loops
+	// (isolation.go).
+	iso  isolation
 	auth authGate
 	// passwordSum is the SHA-256 of Password, compared in constant time.
 	passwordSum [32]byte
@@ -204,6 +204,7 @@ func New(c Config) (*Server, error) {
 	s := &Server{cfg: c, store: newStore(c), started: time.Now(),
 		served: make(chan struct{}), stopSave: make(chan struct{}), saveDone: make(chan struct{})}
 	s.auth.init()
+	s.iso.init()
 	s.passwordSum = sha256.Sum256([]byte(c.Password))
 	if err := s.store.load(); err != nil {
 		return nil, err

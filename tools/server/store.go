@@ -1,7 +1,6 @@
 package server
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/binary"
 	"encoding/hex"
@@ -12,12 +11,12 @@ import (
 	"math"
 	"path/filepath"
 	"sort"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/ohbloom/ohbloom"
+	"github.com/ohbloom/ohbloom/redisbloom"
 	"github.com/zeebo/xxh3"
 )
 
@@ -53,7 +52,7 @@ type entry struct {
 	scalable  *ohbloom.AtomicScalableFilter
 	fixed     *ohbloom.AtomicFilter
 	counting  *ohbloom.AtomicCountingFilter
-	rb        *ohbloom.AtomicRedisBloomFilter
+	rb        *redisbloom.AtomicFilter
 	capacity  uint64  // as reserved
 	errorRate float64 // as reserved (CF keys: the counting filter's target)
 	seed      uint64  // the filter's hash seed (every stage shares it)
@@ -209,7 +208,7 @@ func (e *entry) decrementItems() bool {
 //	64  the key (at 56 in version 1)
 //	    XXH3_64bits of everything above
 //	    the filter, as its WriteTo writes it (with its own checksum); for
-//	    a RedisBloom key, ohbloom.RedisBloomFilter's MarshalBinary format
+//	    a RedisBloom key, redisbloom.Filter's MarshalBinary format
 const (
 	recordMagic   = "OHBSRV\x00\x02"
 	recordMagicV1 = "OHBSRV\x00\x01"
@@ -260,7 +259,7 @@ func recordTo(w io.Writer, name string, e *entry) (int64, error) {
 // length: a SCANDUMP's bytes.
 func recordBytes(name string, e *entry) []byte {
 	b := bytes.NewBuffer(make([]byte, 8, 8+recordFixed+len(name)+8+int(min(e.sizeBytes()+4096, 1<<40))))
-	recordTo(b, name, e) // a bytes.Buffer never fails a write
+	recordTo(chunkedWriter{b}, name, e) // a bytes.Buffer never fails a write
 	out := b.Bytes()
 	binary.LittleEndian.PutUint64(out, uint64(len(out)-8))
 	return out
@@ -326,7 +325,7 @@ func readRecord(r io.Reader) (string, *entry, error) {
 	case kindRedisBloom:
 		// Its memory grows with the bytes that arrive, never with what
 		// its header claims.
-		e.rb = new(ohbloom.AtomicRedisBloomFilter)
+		e.rb = new(redisbloom.AtomicFilter)
 		_, err = e.rb.ReadFrom(r)
 	default:
 		return "", nil, fmt.Errorf("%w: unknown kind %d", errCorrupt, e.kind)
@@ -410,19 +409,21 @@ func (s *store) getOrCreate(name string, build func() (*entry, error)) (*entry, 
 
 // getOrCreateLogged returns the key's entry, creating it with build if it
 // is missing, and the log position of its creation (0 if it existed). build
-// runs under the write lock, so that two clients creating the same key get
-// one filter; the creation is logged under it too, so that no record of the
-// key can precede it in the log.
+// runs before the write lock is taken: a filter of a GiB takes a while to
+// allocate and clear, and every reader waits for a writer; two clients
+// creating the same key at once each build one, and the second is dropped.
+// The creation is logged under the lock, so that no record of the key can
+// precede it in the log.
 func (s *store) getOrCreateLogged(name string, build func() (*entry, error)) (*entry, bool, uint64, error) {
 	if e := s.get(name); e != nil {
 		return e, false, 0, nil
 	}
+	e, err := build()
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if e := s.keys[name]; e != nil {
-		return e, false, 0, nil
+	if old := s.keys[name]; old != nil {
+		return old, false, 0, nil
 	}
-	e, err := build()
 	if err != nil {
 		return nil, false, 0, err
 	}
@@ -566,41 +567,24 @@ func (s *store) limitAll() {
 	}
 }
 
-// sizeBytes is the memory of every key's filter, for INFO: one pass over
-// the map, no copy of the names.
+// sizeBytes is the memory of every key's filter, for INFO: a walk of the
+// index in chunks, so that the store's lock is never held for the whole
+// keyspace, and no copy of the names. Keys come and go during the walk:
+// the figure is a statistic, not a snapshot.
 func (s *store) sizeBytes() uint64 {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
 	var n uint64
-	for _, e := range s.keys {
-		n += e.sizeBytes()
-	}
-	return n
-}
-
-// scan is SCAN over the index (see keyIndex): the names of at most about
-// count keys from cursor on that match pattern and typ ("" for any), and
-// the next cursor. The names are matched after the lock is released, as
-// KEYS matches them: a slow pattern must not hold up the writers, and the
-// readers queued behind them.
-func (s *store) scan(cursor uint64, count int64, pattern, typ string) ([]string, uint64) {
-	var names []string
-	s.mu.RLock()
-	next := s.index.scan(cursor, count, func(name string) { names = append(names, name) })
-	s.mu.RUnlock()
-	out := names[:0]
-	for _, name := range names {
-		if !globMatch(pattern, name) {
-			continue
-		}
-		if typ != "" {
-			if e := s.get(name); e == nil || !strings.EqualFold(typ, e.kind.typeName()) {
-				continue
+	for cursor := uint64(0); ; {
+		s.mu.RLock()
+		cursor = s.index.scan(cursor, walkChunk, func(name string) {
+			if e := s.keys[name]; e != nil {
+				n += e.sizeBytes()
 			}
+		})
+		s.mu.RUnlock()
+		if cursor == 0 {
+			return n
 		}
-		out = append(out, name)
 	}
-	return out, next
 }
 
 // indexAll puts the keys read back at start into SCAN's index.
@@ -610,14 +594,15 @@ func (s *store) indexAll() {
 	}
 }
 
-// names returns the keys, sorted.
+// names returns the keys, sorted: those of one instant, from a snapshot
+// of the index, so that the store's lock is held for a copy of its 4096
+// buckets' slices, not of every name.
 func (s *store) names() []string {
 	s.mu.RLock()
-	names := make([]string, 0, len(s.keys))
-	for name := range s.keys {
-		names = append(names, name)
-	}
+	snap := s.index.snapshot()
 	s.mu.RUnlock()
+	names := make([]string, 0, snap.n)
+	snap.each(func(name string) { names = append(names, name) })
 	sort.Strings(names)
 	return names
 }
@@ -626,22 +611,4 @@ func (s *store) len() int {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	return len(s.keys)
-}
-
-// loadRecord reads one data file.
-func loadRecord(path string) (string, *entry, error) {
-	f, err := openRegular(path)
-	if err != nil {
-		return "", nil, err
-	}
-	defer f.Close()
-	r := bufio.NewReaderSize(f, 1<<20)
-	name, e, err := readRecord(r)
-	if err != nil {
-		return "", nil, err
-	}
-	if _, err := r.ReadByte(); err != io.EOF {
-		return "", nil, fmt.Errorf("%w: bytes after the filter", errCorrupt)
-	}
-	return name, e, nil
 }

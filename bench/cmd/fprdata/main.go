@@ -94,8 +94,8 @@ func main() {
 			k    int
 			want float64
 		}{
-			{"ohbloom", f, float64(f.Cap()), f.K(), ohbloom.ExpectedFPR(uint64(*n), f.Blocks(), f.K())},
-			{"blocked-textbook", tb, float64(tb.Cap()), tb.K(), ohbloom.ExpectedFPR(uint64(*n), tb.Blocks(), tb.K())},
+			{"ohbloom", f, float64(f.Bits()), f.K(), ohbloom.ExpectedFPR(uint64(*n), f.Blocks(), f.K())},
+			{"blocked-textbook", tb, float64(tb.Bits()), tb.K(), ohbloom.ExpectedFPR(uint64(*n), tb.Blocks(), tb.K())},
 			{"bitsandblooms", bb, float64(bb.Cap()), int(bb.K()),
 				math.Pow(1-math.Exp(-float64(bb.K())*nf/float64(bb.Cap())), float64(bb.K()))},
 		}

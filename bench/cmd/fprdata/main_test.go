@@ -19,7 +19,7 @@ func TestTextbookBlocked(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := float64(f.Cap()) / 1e6; math.Abs(got-c.bitsPerKey) > 0.001 {
+		if got := float64(f.Bits()) / 1e6; math.Abs(got-c.bitsPerKey) > 0.001 {
 			t.Errorf("p=%g: %.4f bits per key, want %.3f", c.p, got, c.bitsPerKey)
 		}
 		if f.K() != c.k {

@@ -1,6 +1,0 @@
-//go:build !linux
-
-package ohbloom
-
-// adviseHugePages does nothing where there is no madvise(MADV_HUGEPAGE).
-func adviseHugePages([]block) {}

@@ -1,5 +1,0 @@
-//go:build !race
-
-package ohbloom
-
-const raceEnabled = false

@@ -1,0 +1,296 @@
+package server
+
+import (
+	"sync"
+	"sync/atomic"
+
+	"github.com/zeebo/xxh3"
+)
+
+// What keeps a transaction's commands together, without stopping the
+// server while they run.
+//
+// Redis runs one command at a time, so EXEC's commands run with no other
+// client's command in between. Here commands run at once on several event
+// loops and goroutines, and EXEC used to stop all of them for its whole
+// run: a MULTI with a KEYS over big keys held every client for seconds.
+// What a client can observe of "no command in between" is narrower, and
+// that is what is kept:
+//   - no other client's command on a key the transaction names runs
+//     between its commands: EXEC holds its keys' latches alone;
+//   - if the transaction may create or delete keys, no other command
+//     lists the keys (KEYS, SCAN, DBSIZE) until it ends, so none sees a
+//     key it made and removed; if it lists keys, no other command creates
+//     or deletes one until it ends, so its own listings agree;
+//   - everything else runs beside it: PING, INFO (whose figures are
+//     statistics, not the keys' contents), commands on other keys.
+// So the transaction's effect is as if it ran alone at one instant, to
+// every command that could tell.
+//
+// Latches are by stripe: a key's latch is one of latchStripes, by a hash of
+// its name, so a command on another key waits for a transaction only when
+// the two names share a stripe (1 in 4096 for a transaction of one key),
+// and then it waits off its event loop.
+//
+// Who takes what:
+//   - EXEC (off the loops, in a goroutine) claims its keys' stripes alone,
+//     and the keyspace's list or change mode as above; it waits until no
+//     command holds what it claims;
+//   - a command that runs off the loops (slow or heavy, see dispatch)
+//     claims its keys' stripes shared, and the modes it needs, waiting for
+//     the transactions it meets;
+//   - a command on a loop claims nothing: the loops are fast, and a
+//     transaction, once its claim is registered, waits for every batch of
+//     commands that was running on a loop then (barrier): it locks and
+//     unlocks each shard of the exec lock, which a loop holds while it
+//     runs a batch. While a transaction is registered or waiting (active),
+//     a command on a loop first checks the claims; if it meets one, it is
+//     run off its loop, where it waits without holding up other clients.
+// A claim is taken whole or not at all, under one mutex, so two claims
+// never wait for each other: no deadlock.
+
+// latchStripes is the number of key latches.
+const latchStripes = 4096
+
+// stripeSet is a set of latch stripes.
+type stripeSet [latchStripes / 64]uint64
+
+func latchOf(key []byte) int { return int(xxh3.Hash(key) % latchStripes) }
+
+func (s *stripeSet) add(key []byte) {
+	i := latchOf(key)
+	s[i/64] |= 1 << (i % 64)
+}
+
+// claim is what a command or a transaction holds while it runs.
+type claim struct {
+	stripes stripeSet
+	tx      bool // a transaction: alone on its stripes
+	// list: it reads which keys exist (KEYS, SCAN, DBSIZE); change: it may
+	// create or delete a key.
+	list, change bool
+}
+
+func (c *claim) empty() bool { return c.stripes == stripeSet{} && !c.list && !c.change }
+
+// isolation holds the claims of transactions and of commands off the
+// loops.
+type isolation struct {
+	// active counts transactions registered or waiting: while it is 0 a
+	// command on a loop checks nothing.
+	active atomic.Int32
+
+	mu   sync.Mutex
+	cond sync.Cond
+	// excl: stripes held by a transaction; shared: by how many other
+	// commands each is held.
+	excl   stripeSet
+	shared [latchStripes]int32
+	// The keyspace's modes, held by transactions and by other commands.
+	txList, txChange, list, change int32
+}
+
+func (is *isolation) init() { is.cond.L = &is.mu }
+
+// fits reports whether c could be taken now. Under is.mu.
+func (is *isolation) fits(c *claim) bool {
+	switch {
+	case c.list && (is.txChange > 0 || c.tx && is.change > 0):
+		return false
+	case c.change && (is.txList > 0 || c.tx && is.list > 0):
+		return false
+	}
+	for w, word := range c.stripes {
+		if word&is.excl[w] != 0 {
+			return false
+		}
+		if !c.tx {
+			continue
+		}
+		for ; word != 0; word &= word - 1 {
+			if is.shared[w*64+trailingZeros(word)] > 0 {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// acquire waits until c fits and takes it.
+func (is *isolation) acquire(c *claim) {
+	if c.empty() {
+		return
+	}
+	is.mu.Lock()
+	for !is.fits(c) {
+		is.cond.Wait()
+	}
+	is.count(c, 1)
+	is.mu.Unlock()
+}
+
+func (is *isolation) release(c *claim) {
+	if c.empty() {
+		return
+	}
+	is.mu.Lock()
+	is.count(c, -1)
+	is.mu.Unlock()
+	is.cond.Broadcast()
+}
+
+// count adds (d = 1) or removes (d = -1) c's holds. Under is.mu.
+func (is *isolation) count(c *claim, d int32) {
+	if c.tx {
+		is.txList += b2i(c.list) * d
+		is.txChange += b2i(c.change) * d
+		for w, word := range c.stripes {
+			if d > 0 {
+				is.excl[w] |= word
+			} else {
+				is.excl[w] &^= word
+			}
+		}
+		return
+	}
+	is.list += b2i(c.list) * d
+	is.change += b2i(c.change) * d
+	for w, word := range c.stripes {
+		for ; word != 0; word &= word - 1 {
+			is.shared[w*64+trailingZeros(word)] += d
+		}
+	}
+}
+
+// free reports whether a command on a loop with claim c may run there:
+// no transaction holds what it needs.
+func (is *isolation) free(c *claim) bool {
+	is.mu.Lock()
+	defer is.mu.Unlock()
+	return is.fits(c)
+}
+
+func b2i(b bool) int32 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// What each command touches, for its claim.
+type keySpec struct {
+	keys   uint8 // keysNone, keysFirst (args[1]), keysAll (args[1:]) or keysEvery (every key)
+	list   bool  // reads which keys exist
+	create bool  // creates its key if missing
+	delete bool  // deletes keys
+}
+
+const (
+	keysNone = iota
+	keysFirst
+	keysAll
+	keysEvery
+)
+
+var keySpecs = map[string]keySpec{
+	"exists": {keys: keysAll}, "type": {keys: keysFirst},
+	"del": {keys: keysAll, delete: true}, "unlink": {keys: keysAll, delete: true},
+	"flushall": {keys: keysEvery, delete: true}, "flushdb": {keys: keysEvery, delete: true},
+	"keys": {list: true}, "scan": {list: true}, "dbsize": {list: true},
+
+	"bf.reserve": {keys: keysFirst, create: true}, "bf.add": {keys: keysFirst, create: true},
+	"bf.madd": {keys: keysFirst, create: true}, "bf.insert": {keys: keysFirst, create: true},
+	"bf.loadchunk": {keys: keysFirst, create: true},
+	"bf.exists":    {keys: keysFirst}, "bf.mexists": {keys: keysFirst}, "bf.info": {keys: keysFirst},
+	"bf.card": {keys: keysFirst}, "bf.scandump": {keys: keysFirst},
+
+	"cf.reserve": {keys: keysFirst, create: true}, "cf.add": {keys: keysFirst, create: true},
+	"cf.addnx": {keys: keysFirst, create: true}, "cf.insert": {keys: keysFirst, create: true},
+	"cf.insertnx": {keys: keysFirst, create: true}, "cf.loadchunk": {keys: keysFirst, create: true},
+	"cf.exists": {keys: keysFirst}, "cf.mexists": {keys: keysFirst}, "cf.count": {keys: keysFirst},
+	"cf.del": {keys: keysFirst}, "cf.info": {keys: keysFirst}, "cf.scandump": {keys: keysFirst},
+}
+
+// addClaim adds what the command args (name already looked up) touches to
+// c. A creator counts as a change only if its key is missing now: the
+// caller either holds the key's stripe alone (a transaction, which checks
+// again once it holds it) or runs while no transaction holds the list
+// mode (see the top of this file).
+func (s *Server) addClaim(c *claim, name string, args [][]byte) {
+	spec := keySpecs[name]
+	switch spec.keys {
+	case keysFirst:
+		c.stripes.add(args[1])
+	case keysAll:
+		for _, k := range args[1:] {
+			c.stripes.add(k)
+		}
+	case keysEvery:
+		for w := range c.stripes {
+			c.stripes[w] = ^uint64(0)
+		}
+	}
+	c.list = c.list || spec.list
+	c.change = c.change || spec.delete || spec.create && s.store.getBytes(args[1]) == nil
+}
+
+// loopMayRun reports whether a command may run on its loop while
+// transactions are active: it needs nothing they hold.
+func (s *Server) loopMayRun(name string, args [][]byte) bool {
+	if _, ok := keySpecs[name]; !ok {
+		return true
+	}
+	var c claim
+	s.addClaim(&c, name, args)
+	return s.iso.free(&c)
+}
+
+// barrier returns once every batch of commands that was running on an
+// event loop when it was called has ended.
+func (s *Server) barrier() {
+	for i := range s.execLock.shards {
+		s.execLock.shards[i].Lock()
+		s.execLock.shards[i].Unlock()
+	}
+}
+
+// holdOnLoop, on an event loop, takes e.mu for the rest of the command
+// without waiting for it: a CF or RedisBloom key's lock can be held long
+// by a save or a SCANDUMP copying a large filter. If it is taken, it
+// reports false and sets sess.wouldBlock: the command must have written
+// nothing and changed nothing that a second run would do again, and it is
+// run again off the loop (dispatch). Off a loop it does nothing: the
+// command takes the lock where it needs it (lockEntry).
+func (sess *session) holdOnLoop(e *entry) bool {
+	if !sess.holdsShard || sess.held == e {
+		return true
+	}
+	if sess.held != nil || !e.mu.TryLock() { // (no command locks two keys)
+		sess.wouldBlock = true
+		return false
+	}
+	sess.held = e
+	return true
+}
+
+// lockEntry and unlockEntry take and release e.mu, unless the command
+// holds it for its whole run (holdOnLoop).
+func (sess *session) lockEntry(e *entry) {
+	if sess.held != e {
+		e.mu.Lock()
+	}
+}
+
+func (sess *session) unlockEntry(e *entry) {
+	if sess.held != e {
+		e.mu.Unlock()
+	}
+}
+
+// releaseHeld ends a hold of holdOnLoop, once the command is done.
+func (sess *session) releaseHeld() {
+	if sess.held != nil {
+		sess.held.mu.Unlock()
+		sess.held = nil
+	}
+}
