@@ -50,7 +50,7 @@ func init() {
 		"select":   {arity: 2, run: cmdSelectDB},
 		"client":   {arity: -2, run: cmdClient},
 		"command":  {arity: -1, run: cmdCommand},
-		"config":   {arity: -2, run: cmdConfig},
+		"config":   {arity: -2, slow: true, run: cmdConfig},
 		"info":     {arity: -1, slow: true, run: cmdInfo},
 		"dbsize":   {arity: 1, run: func(s *Server, sess *session, w replier, _ [][]byte) { w.WriteInt64(int64(s.store.len(sess.db))) }},
 		"del":      {arity: -2, slow: true, run: cmdDel},
