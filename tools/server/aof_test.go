@@ -115,6 +115,7 @@ func FuzzLogReplay(f *testing.F) {
 	run("SELECT", "0")
 	run("CF.ADD", "dc", "b")
 	run("PEXPIRE", "d3", "0")
+	run("SWAPDB", "0", "1")
 	seg, err := os.ReadFile(segmentPath(dir, 1)) // always: every record is in
 	if err != nil {
 		f.Fatal(err)

@@ -27,6 +27,9 @@ func FuzzExec(f *testing.F) {
 		"CF.RESERVE\x00c\x0010\x00BUCKETSIZE\x004", "CF.INSERTNX\x00c\x00ITEMS\x00x", "CF.DEL\x00c\x00x", "CF.COUNT\x00c\x00x",
 		"SCAN\x000\x00MATCH\x00k*\x00COUNT\x003", "KEYS\x00[a-", "HELLO\x002\x00SETNAME\x00me", "HELLO\x003", "AUTH\x00pw",
 		"CLIENT\x00SETINFO\x00LIB-NAME\x00x", "CONFIG\x00GET\x00*", "INFO", "TYPE\x00keep", "DEL\x00keep",
+		"EXPIRE\x00keep\x0010\x00NX", "PEXPIREAT\x00keep\x004102444800123\x00GT", "TTL\x00keep", "PERSIST\x00keep",
+		"SELECT\x003", "RENAME\x00keep\x00k2", "COPY\x00keep\x00k3\x00DB\x001\x00REPLACE", "MOVE\x00keep\x002",
+		"SWAPDB\x000\x001",
 	} {
 		f.Add([]byte(seed))
 	}
@@ -56,7 +59,13 @@ func FuzzExec(f *testing.F) {
 			t.Fatalf("command %q panicked: %q", args, out.Bytes())
 		}
 		switch lowerName(args[0]) {
-		case "del", "unlink", "flushall", "flushdb":
+		case "del", "unlink", "flushall", "flushdb", "rename", "move", "swapdb", "expire", "pexpire", "expireat", "pexpireat":
+			// They may remove or move keep, or give it an expiry: back
+			// to a keep of database 0 without one.
+			if lowerName(args[0]) == "swapdb" {
+				s.exec(&session{authed: true, proto: 2}, &replyWriter{proto: 2}, [][]byte{[]byte("FLUSHALL")})
+			}
+			s.exec(&session{authed: true, proto: 2}, &replyWriter{proto: 2}, [][]byte{[]byte("PERSIST"), []byte("keep")})
 			keep()
 			return
 		}
