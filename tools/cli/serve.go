@@ -96,6 +96,8 @@ func runServe(e env, args []string) int {
 		return usageError(e, fs, "--tls-cert-file and --tls-key-file serve nothing without --tls-port")
 	case *addr == "" && tlsAddr == "" && *unixSocket == "":
 		return usageError(e, fs, "--addr \"\" without --tls-port or --unixsocket: nothing to serve on")
+	case *databases < 1:
+		return usageError(e, fs, "--databases %d: at least 1", *databases)
 	}
 	if tlsAddr == "" {
 		tlsCfg = server.TLSConfig{}
