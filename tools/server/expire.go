@@ -25,8 +25,9 @@ import (
 // touches free their memory within about a second, and the cycle never
 // holds the store's lock for more than one sample.
 //
-// Each removal is logged as a DEL is; a key whose time is up when the
-// server starts is dropped as it is read back.
+// Each removal is logged as a DEL is, and its data file removed by the
+// next save; a key whose time is up when the server starts is dropped as
+// it is read back.
 
 const (
 	expiryPeriod      = 100 * time.Millisecond
@@ -52,11 +53,24 @@ func (s *store) expiredSeen() {
 
 // reapName removes the key if its time is up, and reports whether it did.
 // Its log record needs no wait: the key was gone already to every command,
-// and a start drops a key whose time is up.
+// and a start drops a key whose time is up. Its data file is left to the
+// next save (which removes the files of keys that are gone) or to the
+// next write of the key, for the same reason: so a removal costs no file
+// operation, and an event loop that finds an expired key may remove it.
 func (s *store) reapName(db int, name string) bool {
-	now := s.nowMs()
-	removed, _, _, _ := s.delOne(db, name, func(e *entry) bool { return e.expiredAt(now) })
-	return removed
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	d := s.dbs[db]
+	e := d.keys[name]
+	if e == nil || !e.expiredAt(s.nowMs()) {
+		return false
+	}
+	d.removeLocked(name)
+	if s.log != nil {
+		s.log.appendDelete(db, name)
+	}
+	s.expiry.expired.Add(1)
+	return true
 }
 
 // expireCycle is one run of the active expiry: see the top of this file.

@@ -694,3 +694,54 @@ func fuzzEntry(f *testing.F, k kind) *entry {
 	e.initSeed()
 	return e
 }
+
+// A key the sweep removed stays removed after kill -9, whether its data
+// file was saved or not, and the next save removes that file.
+func TestExpiredKeyStaysGoneAfterKill(t *testing.T) {
+	dir := t.TempDir()
+	cmd, addr := serverProcess(t, dir, "always", -1)
+	c := dial(t, addr)
+	for _, op := range [][]string{
+		{"BF.ADD", "saved", "x"}, {"SELECT", "2"}, {"BF.ADD", "logged", "x"}, {"SELECT", "0"}, {"BF.ADD", "keep", "x"},
+		{"SAVE"}, {"PEXPIRE", "saved", "30"}, {"SELECT", "2"}, {"PEXPIRE", "logged", "30"},
+	} {
+		if got := c.run(t, op...); strings.HasPrefix(got, "-") {
+			t.Fatalf("%q: %q", op, got)
+		}
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for !sweptBoth(t, c) {
+		if time.Now().After(deadline) {
+			t.Fatal("the sweep did not remove the two keys in 30 s")
+		}
+		time.Sleep(10 * time.Millisecond) // polling the sweep with a deadline
+	}
+	cmd.Process.Kill()
+	cmd.Wait()
+	s, addr := start(t, Config{DataDir: dir, AppendFsync: "always"})
+	c = dial(t, addr)
+	if got := c.run(t, "EXISTS", "saved", "keep"); got != ":1\r\n" {
+		t.Fatalf("database 0 after the kill: EXISTS saved keep %q", got)
+	}
+	c.run(t, "SELECT", "2")
+	if got := c.run(t, "DBSIZE"); got != ":0\r\n" {
+		t.Fatalf("database 2 after the kill: DBSIZE %q", got)
+	}
+	if err := s.Save(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(s.store.path(0, "saved")); !os.IsNotExist(err) {
+		t.Fatalf("the expired key's data file after a save: %v", err)
+	}
+}
+
+// sweptBoth reports whether the keys of TestExpiredKeyStaysGoneAfterKill
+// are gone from the map, not only from the commands' view: DBSIZE counts
+// expired keys not yet removed, as Redis's does.
+func sweptBoth(t *testing.T, c *rawConn) bool {
+	c.run(t, "SELECT", "0")
+	n0 := c.run(t, "DBSIZE")
+	c.run(t, "SELECT", "2")
+	n2 := c.run(t, "DBSIZE")
+	return n0 == ":1\r\n" && n2 == ":0\r\n"
+}
