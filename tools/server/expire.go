@@ -10,10 +10,9 @@ import (
 //
 // Lazily: every lookup (store.get) treats a key whose time is up as
 // missing, so no command ever sees it again, and a command that creates
-// the key removes the expired one first (a new key has no expiry). The
-// removal itself, which writes the log and removes the key's data file,
-// is not done on the event loop that found the key: it asks the active
-// cycle to run soon instead.
+// the key removes the expired one first (a new key has no expiry). A
+// command that only reads does not remove the key itself (it holds the
+// store's read lock only): it asks the active cycle to run soon instead.
 //
 // Actively: ten times a second (Redis's hz 10) the cycle samples keys
 // that have an expiry, in each database, keysPerSample at a time, and
