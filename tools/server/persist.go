@@ -308,6 +308,7 @@ func (s *store) load() error {
 	}
 	s.limitAll()
 	s.indexAll()
+	s.noteLegacyCF()
 	s.man = &manifest{dir: s.dir, logger: s.logger}
 	if ms == nil {
 		st := manifestState{saved: s.lastSave.Load(), first: 1, last: 0, ended: map[uint64]int64{}}
