@@ -191,10 +191,7 @@ func TestCuckooConcurrentChangesAndSaves(t *testing.T) {
 	ctx := context.Background()
 	rdb.Do(ctx, "CF.RESERVE", "a", 64, "EXPANSION", 2)
 	rdb.Do(ctx, "CF.RESERVE", "b", 1000, "BUCKETSIZE", 4)
-	n := 300
-	if testing.Short() {
-		n = 100
-	}
+	n := 300 // under a second; fewer changes rarely meet a save
 	var wg sync.WaitGroup
 	for c := range 4 {
 		wg.Add(1)
