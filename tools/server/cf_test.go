@@ -425,3 +425,16 @@ func FuzzCuckooRecord(f *testing.F) {
 		e.cf.Test([]byte("y"))
 	})
 }
+
+// Every BF and CF command names the key it touches (keySpecs), so that a
+// transaction claims it: CF.COMPACT and CF.DEBUG inside MULTI are ordered
+// with the other clients' commands on their key.
+func TestFilterCommandsClaimTheirKey(t *testing.T) {
+	for name := range commands {
+		if strings.HasPrefix(name, "bf.") || strings.HasPrefix(name, "cf.") {
+			if keySpecs[name].keys != keysFirst {
+				t.Errorf("%s: no claim of its key", name)
+			}
+		}
+	}
+}
