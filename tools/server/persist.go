@@ -48,7 +48,10 @@ package server
 //     each key's dirty flag, then writes it. So a record in an old segment
 //     was appended before the rotation, its key was marked dirty before the
 //     flag was cleared, and the change is in the file written after.
-//   - CF adds and removes are not idempotent (counters). Each CF change
+//   - CF changes are not idempotent (a cuckoo filter stores one more copy
+//     per add and may move fingerprints, grow or compact; a legacy
+//     counting key's counters; a RedisBloom BF key's growth and counts,
+//     likewise). Each such change
 //     takes the next number of its key (entry.seq) and appends its record
 //     under the key's lock, and the snapshot of a CF key is written under
 //     that lock with the seq it holds: replay skips records whose number
