@@ -51,12 +51,12 @@ package server
 //   - CF changes are not idempotent (a cuckoo filter stores one more copy
 //     per add and may move fingerprints, grow or compact; a legacy
 //     counting key's counters; a RedisBloom BF key's growth and counts,
-//     likewise). Each such change
-//     takes the next number of its key (entry.seq) and appends its record
-//     under the key's lock, and the snapshot of a CF key is written under
-//     that lock with the seq it holds: replay skips records whose number
-//     is not above the snapshot's. That is exact whatever the order of
-//     rotation and snapshot, and also when a save dies halfway.
+//     likewise). Each such change takes the next number of its key
+//     (entry.seq) and appends its record under the key's lock, and the
+//     snapshot of such a key is written under that lock with the seq it
+//     holds: replay skips records whose number is not above the
+//     snapshot's. That is exact whatever the order of rotation and
+//     snapshot, and also when a save dies halfway.
 //   - A creation (BF.RESERVE, CF.RESERVE, an add that creates) and a
 //     LOADCHUNK are logged under the keyspace lock before the key becomes
 //     visible, so no record of the key precedes them. Replaying one
