@@ -200,7 +200,13 @@ func readCuckoo(r io.Reader) (*redisbloom.AtomicCuckooFilter, error) {
 	if n > maxCuckooRDB {
 		return nil, fmt.Errorf("%w: a cuckoo filter of %d bytes", errCorrupt, n)
 	}
+	// A reader that says how many bytes it holds (a data file, a dump in
+	// memory) gets one buffer of the value's size; any other, one that
+	// grows as the bytes arrive.
 	var b bytes.Buffer
+	if l, ok := r.(interface{ Len() int }); ok && n+8 <= uint64(l.Len()) {
+		b.Grow(int(n) + 8)
+	}
 	if got, err := io.CopyN(&b, r, int64(n)+8); got != int64(n)+8 {
 		if err == nil || errors.Is(err, io.EOF) {
 			err = fmt.Errorf("%w: truncated cuckoo filter", errCorrupt)
