@@ -44,16 +44,17 @@ package server
 //	11 redisbloom-chunk  seq u64, iterator u64, data: a BF.LOADCHUNK data
 //	                   chunk, or a piece of one (at most rbChunkPiece
 //	                   bytes, so that every record but a load stays small)
-//	12 in-database     not a kind of its own: the database, a uvarint from
-//	                   1 to 2^31-1, then a body of any other kind but
+//	12-16              a cuckoo key's records (cuckoo_log.go)
+//	17 in-database     not a kind of its own: the database, a uvarint from
+//	                   1 to 2^20-1, then a body of any other kind but
 //	                   flush-all and swap, which applies to that database
 //	                   (a body without it applies to database 0, so that
 //	                   the log of a server without databases reads as
 //	                   database 0)
-//	13 expire          when the key expires, Unix milliseconds u64; 0 for
+//	18 expire          when the key expires, Unix milliseconds u64; 0 for
 //	                   never (PERSIST)
-//	14 flush-database  nothing (no key): FLUSHDB
-//	15 place           (RENAME, COPY, MOVE) when the key expires u64 (0
+//	19 flush-database  nothing (no key): FLUSHDB
+//	20 place           (RENAME, COPY, MOVE) when the key expires u64 (0
 //	                   never), then the source database plus one, a
 //	                   uvarint, 0 when the source stays (COPY); otherwise
 //	                   the source's key (its length as a uvarint and its
@@ -62,7 +63,7 @@ package server
 //	                   held. The key's whole state, as a load's, so that
 //	                   replaying it is exact whatever the snapshot holds
 //	                   of either key.
-//	16 swap-databases  (no key) two databases, uvarints: SWAPDB
+//	21 swap-databases  (no key) two databases, uvarints: SWAPDB
 //
 // A RedisBloom key's changes are numbered as a CF key's (store.go's
 // entry.mu): its growth and counts depend on the order of its adds, and a
@@ -115,11 +116,12 @@ const (
 	recCreateRB       = 9
 	recRBAdd          = 10
 	recRBChunk        = 11
-	recInDB           = 12
-	recExpire         = 13
-	recFlushDB        = 14
-	recPlace          = 15
-	recSwapDB         = 16
+	// 12 to 16 are a cuckoo key's (cuckoo_log.go).
+	recInDB    = 17
+	recExpire  = 18
+	recFlushDB = 19
+	recPlace   = 20
+	recSwapDB  = 21
 
 	// maxDatabases bounds --databases, and the database a record names.
 	maxDatabases = 1 << 20
@@ -477,6 +479,11 @@ func (l *appendLog) appendCreate(db int, key string, e *entry) uint64 {
 		l.buf = le.AppendUint64(l.buf, e.capacity)
 		l.buf = le.AppendUint64(l.buf, math.Float64bits(e.errorRate))
 		l.buf = le.AppendUint64(l.buf, e.seed)
+		return l.seal(start)
+	}
+	if e.kind == kindCuckoo {
+		start := begin(l, recCuckooCreate, db, key)
+		l.buf = appendCuckooHeader(l.buf, e.cf.Info())
 		return l.seal(start)
 	}
 	if e.kind == kindRedisBloom {

@@ -610,6 +610,9 @@ func (rp *replayer) apply(body []byte) error {
 		}
 		delete(keys, string(key))
 	default:
+		if ok, err := rp.applyCuckoo(keys, kind, key, rest, e); ok {
+			return err
+		}
 		return fmt.Errorf("%w: unknown record kind %d (written by a newer ohbloom?)", errCorrupt, kind)
 	}
 	return nil

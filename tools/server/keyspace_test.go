@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ohbloom/ohbloom/redisbloom"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -550,7 +551,7 @@ func TestKeyspaceInSnapshots(t *testing.T) {
 	if e := st.get(3, "b"); e == nil || !e.bloomTest([]byte("x")) || e.expireAt.Load() == 0 {
 		t.Fatalf("database 3's renamed key with its TTL: %+v", e)
 	}
-	if e := st.get(15, "c"); e == nil || e.kind != kindCounting {
+	if e := st.get(15, "c"); e == nil || e.kind != kindCuckoo {
 		t.Fatalf("database 15's moved key: %+v", e)
 	}
 	if e := st.get(0, "a"); e == nil || !e.bloomTest([]byte("z")) || e.bloomTest([]byte("x")) || e.expireAt.Load() != 0 {
@@ -642,7 +643,7 @@ func TestLoadsDataDirectoryOfVersion2(t *testing.T) {
 // the bytes justify; a key decoded writes back, as version 3 with its
 // database and expiry, to a record that decodes to the same.
 func FuzzKeyRecord(f *testing.F) {
-	for _, k := range []kind{kindScalable, kindFixed, kindCounting} {
+	for _, k := range []kind{kindScalable, kindFixed, kindCuckoo} {
 		e := fuzzEntry(f, k)
 		e.expireAt.Store(4102444800123)
 		for _, db := range []int{-1, 0, 7} {
@@ -686,7 +687,7 @@ func fuzzEntry(f *testing.F, k kind) *entry {
 	case kindFixed:
 		e, err = s.newBloom(bloomOptions{capacity: 10, errorRate: 0.01, expansion: 2, nonScaling: true})
 	default:
-		e, err = s.newCounting(10)
+		e, err = s.newCuckoo(redisbloom.DefaultCuckooConfig(10))
 	}
 	if err != nil {
 		f.Fatal(err)
