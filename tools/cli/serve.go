@@ -2,11 +2,13 @@ package cli
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"log/slog"
 	"net"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -14,7 +16,7 @@ import (
 )
 
 func runServe(e env, args []string) int {
-	fs := flags(e, "serve", "[flags]",
+	fs := flags(e, "serve", "[config-file] [flags]",
 		"Serves ohbloom filters over the Redis protocol with RedisBloom's commands\n"+
 			"(BF.RESERVE, BF.ADD, BF.MADD, BF.EXISTS, BF.MEXISTS, BF.INSERT, BF.INFO,\n"+
 			"BF.CARD, BF.SCANDUMP, BF.LOADCHUNK, and CF.* on counting filters), so any\n"+
@@ -22,7 +24,11 @@ func runServe(e env, args []string) int {
 			"Every change is logged to --dir (--appendonly, --appendfsync), filters are\n"+
 			"saved there on a schedule and on SIGTERM or SIGINT, and restored at start.\n"+
 			"The password may also come from the environment variable\n"+
-			"OHBLOOM_REQUIREPASS, which keeps it out of ps.")
+			"OHBLOOM_REQUIREPASS, which keeps it out of ps.\n"+
+			"A configuration file in Redis's syntax (the first argument, or --config)\n"+
+			"sets what flags set, under Redis's names where Redis has them (port, bind,\n"+
+			"maxclients, maxmemory, appendfsync, requirepass, aclfile, slowlog-*);\n"+
+			"flags given override it, and CONFIG REWRITE writes it back.")
 	addr := fs.String("addr", server.DefaultAddr, "address to listen on (loopback by default)")
 	dir := fs.String("dir", "", "data directory, one file per filter; empty keeps filters in memory only")
 	saveEvery := fs.Duration("save-interval", server.DefaultSaveInterval, "how often changed filters are saved; negative for only at shutdown")
@@ -37,12 +43,25 @@ func runServe(e env, args []string) int {
 	appendFsync := fs.String("appendfsync", "everysec", "when the log is fsynced: always (before each reply), everysec (a crash loses at most about a second), no (when the kernel writes back)")
 	maxUpload := fs.Uint64("max-upload-bytes", 0, "bytes LOADCHUNK uploads in progress may hold in all (0: twice the largest dump of a --max-filter-bytes filter)")
 	maxDump := fs.Uint64("max-dump-bytes", 0, "bytes SCANDUMPs in progress may hold in all (0: twice the largest dump of a --max-filter-bytes filter)")
+	maxMemory := fs.String("maxmemory", "0", "most memory the server may hold (Redis's maxmemory, noeviction: past it, writes that may add memory are refused); 0 for no limit; units b, k, kb, m, mb, g, gb")
+	aclFile := fs.String("aclfile", "", "users file in Redis's ACL syntax (ACL LOAD, ACL SAVE); without it users are kept in --dir")
+	configFile := fs.String("config", "", "configuration file in Redis's syntax (as redis-server's first argument)")
 	verbose := fs.Bool("v", false, "log connections closed on errors")
+	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		// redis-server's form: the configuration file first, flags after.
+		*configFile, args = args[0], args[1:]
+	}
 	if code, ok := parse(fs, args); !ok {
 		return code
 	}
-	if fs.NArg() != 0 {
+	if fs.NArg() == 1 && *configFile == "" {
+		*configFile = fs.Arg(0)
+	} else if fs.NArg() != 0 {
 		return usageError(e, fs, "unexpected argument %q", fs.Arg(0))
+	}
+	maxMem, err := server.ParseMemory(*maxMemory)
+	if err != nil {
+		return usageError(e, fs, "--maxmemory %q: %v", *maxMemory, err)
 	}
 	if *appendOnly != "yes" && *appendOnly != "no" {
 		return usageError(e, fs, "--appendonly %q: yes or no", *appendOnly)
@@ -55,13 +74,28 @@ func runServe(e env, args []string) int {
 		level = slog.LevelDebug
 	}
 	logger := slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: level}))
-	srv, err := server.New(server.Config{Addr: *addr, DataDir: *dir, SaveInterval: *saveEvery, Password: *pass,
-		MaxFilterBytes: *maxFilter, MaxRequestBytes: *maxRequest, MaxBufferedBytes: *maxBuffered, MaxUnauthBufferedBytes: *maxUnauth, MaxClients: *maxClients, EventLoops: *loops, Logger: logger,
-		DisableAppendLog: *appendOnly == "no", AppendFsync: *appendFsync, MaxUploadBytes: *maxUpload, MaxDumpBytes: *maxDump})
+	flagged := server.Config{Addr: *addr, DataDir: *dir, SaveInterval: *saveEvery, Password: *pass,
+		MaxFilterBytes: *maxFilter, MaxRequestBytes: *maxRequest, MaxBufferedBytes: *maxBuffered, MaxUnauthBufferedBytes: *maxUnauth, MaxClients: *maxClients, EventLoops: *loops,
+		DisableAppendLog: *appendOnly == "no", AppendFsync: *appendFsync, MaxUploadBytes: *maxUpload, MaxDumpBytes: *maxDump,
+		MaxMemory: uint64(maxMem), ACLFile: *aclFile}
+	cfg := flagged
+	if *configFile != "" {
+		// The file's settings, then the flags given over them.
+		cfg = server.Config{}
+		if err := server.ReadConfigFile(*configFile, &cfg); err != nil {
+			return fail(e, "serve", err)
+		}
+		if cfg.Password == "" {
+			cfg.Password = *pass // OHBLOOM_REQUIREPASS
+		}
+		overrideFlags(fs, &cfg, flagged)
+	}
+	cfg.Logger = logger
+	srv, err := server.New(cfg)
 	if err != nil {
 		return fail(e, "serve", err)
 	}
-	ln, err := net.Listen("tcp", *addr)
+	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
 		return fail(e, "serve", err)
 	}
@@ -83,4 +117,45 @@ func runServe(e env, args []string) int {
 	}
 	fmt.Fprintln(e.stderr, "ohbloom serve: saved, bye")
 	return ExitOK
+}
+
+// overrideFlags sets in c the settings of the flags given on the command
+// line, from flagged.
+func overrideFlags(fs *flag.FlagSet, c *server.Config, flagged server.Config) {
+	fs.Visit(func(f *flag.Flag) {
+		switch f.Name {
+		case "addr":
+			c.Addr = flagged.Addr
+		case "dir":
+			c.DataDir = flagged.DataDir
+		case "save-interval":
+			c.SaveInterval = flagged.SaveInterval
+		case "requirepass":
+			c.Password = flagged.Password
+		case "max-filter-bytes":
+			c.MaxFilterBytes = flagged.MaxFilterBytes
+		case "max-request-bytes":
+			c.MaxRequestBytes = flagged.MaxRequestBytes
+		case "max-buffered-bytes":
+			c.MaxBufferedBytes = flagged.MaxBufferedBytes
+		case "max-unauth-buffered-bytes":
+			c.MaxUnauthBufferedBytes = flagged.MaxUnauthBufferedBytes
+		case "max-clients":
+			c.MaxClients = flagged.MaxClients
+		case "event-loops":
+			c.EventLoops = flagged.EventLoops
+		case "appendonly":
+			c.DisableAppendLog = flagged.DisableAppendLog
+		case "appendfsync":
+			c.AppendFsync = flagged.AppendFsync
+		case "max-upload-bytes":
+			c.MaxUploadBytes = flagged.MaxUploadBytes
+		case "max-dump-bytes":
+			c.MaxDumpBytes = flagged.MaxDumpBytes
+		case "maxmemory":
+			c.MaxMemory = flagged.MaxMemory
+		case "aclfile":
+			c.ACLFile = flagged.ACLFile
+		}
+	})
 }

@@ -12,7 +12,6 @@ package server
 
 import (
 	"context"
-	"crypto/sha256"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -36,9 +35,28 @@ type Config struct {
 	// minute, negative for never (they are still saved on shutdown).
 	SaveInterval time.Duration
 	// Password, when set, must be given with AUTH (or HELLO's AUTH)
-	// before any other command, as Redis's requirepass. Until then a
-	// client may send at most 10 arguments of 16 KiB each, as in Redis.
+	// before any other command, as Redis's requirepass: it is the default
+	// user's password (acl.go). Until a client authenticates it may send
+	// at most 10 arguments of 16 KiB each, as in Redis.
 	Password string
+	// ACLFile holds the users, in Redis's ACL file syntax (--aclfile),
+	// read at start and by ACL LOAD, written by ACL SAVE. Without it the
+	// users are kept in DataDir (or in memory without one).
+	ACLFile string
+	// MaxMemory bounds the memory the server holds, as Redis's maxmemory
+	// with the noeviction policy: past it, commands that may add memory
+	// are refused. 0 for no bound.
+	MaxMemory uint64
+	// ConfigFile is the Redis-syntax configuration file the settings were
+	// read from (ReadConfigFile), for CONFIG REWRITE; "" without one.
+	ConfigFile string
+	// Settings are settings that change at run time (CONFIG SET's), as
+	// name and value, applied at start in order: slowlog-max-len,
+	// latency-monitor-threshold, maxmemory-policy...
+	Settings [][2]string
+	// ignoredSettings are Redis settings a configuration file held that
+	// this server does not have, logged at start.
+	ignoredSettings []string
 	// MaxFilterBytes bounds the memory of one filter: reservations that
 	// would exceed it are refused, and a scalable filter stops growing
 	// past it. Default 1 GiB.
@@ -167,8 +185,8 @@ type Server struct {
 	// (isolation.go).
 	iso  isolation
 	auth authGate
-	// passwordSum is the SHA-256 of Password, compared in constant time.
-	passwordSum [32]byte
+	// x is INFO's, CONFIG's, ACL's and CLIENT's state (stats.go).
+	x introspection
 
 	logPanic, logAccept, logAuth, logOutput logLimiter
 
@@ -205,8 +223,13 @@ func New(c Config) (*Server, error) {
 		served: make(chan struct{}), stopSave: make(chan struct{}), saveDone: make(chan struct{})}
 	s.auth.init()
 	s.iso.init()
-	s.passwordSum = sha256.Sum256([]byte(c.Password))
 	if err := s.store.load(); err != nil {
+		return nil, err
+	}
+	if err := s.initUsers(); err != nil {
+		return nil, err
+	}
+	if err := s.initIntrospection(); err != nil {
 		return nil, err
 	}
 	return s, nil
@@ -214,7 +237,7 @@ func New(c Config) (*Server, error) {
 
 // MaxClients is the number of connections the server serves at once,
 // after New fitted it to the open-file limit.
-func (s *Server) MaxClients() int { return s.cfg.MaxClients }
+func (s *Server) MaxClients() int { return int(s.x.live.maxClients.Load()) }
 
 // ListenAndServe listens on the configured address and serves until
 // Shutdown.
@@ -274,14 +297,16 @@ func (s *Server) acceptLoop(ln net.Listener) error {
 			continue
 		}
 		pause = 0
-		if s.clients.Add(1) > int64(s.cfg.MaxClients) {
+		if s.clients.Add(1) > s.x.live.maxClients.Load() {
 			s.clients.Add(-1)
+			s.x.rejectedConnections.Add(1)
 			// The reply is short and the socket new: the write does not block.
 			conn.Write([]byte("-ERR max number of clients reached\r\n"))
 			conn.Close()
 			continue
 		}
 		c := s.newClient(conn.RemoteAddr().String())
+		c.sess.info.laddr = conn.LocalAddr().String()
 		s.mu.Lock()
 		closed := s.closed
 		if !closed {
@@ -310,7 +335,8 @@ func (s *Server) acceptLoop(ln net.Listener) error {
 var servePerConnection bool
 
 // closed1 forgets a connection its event loop closed.
-func (s *Server) closed1(*connection) {
+func (s *Server) closed1(c *connection) {
+	s.forget(c)
 	s.clients.Add(-1)
 	s.handlers.Done()
 }
@@ -390,6 +416,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		close(s.stopSave)
 		<-s.saveDone
 	}
+	s.stopCron()
 	return s.store.shutdown()
 }
 

@@ -63,6 +63,9 @@ type entry struct {
 	items   atomic.Uint64
 	deletes atomic.Uint64 // CF only
 	dirty   atomic.Bool   // changed since it was last saved
+	// access is when a command last named the key, in seconds since the
+	// server's start (OBJECT IDLETIME); stored at most once a second.
+	access atomic.Uint32
 
 	// mu orders the changes of a CF key and of a RedisBloom key: a
 	// change, its sequence number and its log record are one step under

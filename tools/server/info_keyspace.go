@@ -1,0 +1,82 @@
+package server
+
+import "fmt"
+
+// What INFO and OBJECT read of the keyspace: its lines in INFO keyspace,
+// its expiries, and each command's lookup of its keys for keyspace_hits
+// and keyspace_misses and the keys' idle time.
+
+// keyspaceLines are INFO keyspace's lines, one for each database that
+// holds keys: "db0:keys=N,expires=E,avg_ttl=T,subexpiry=0". There is one
+// database, without expiries, until the keyspace has more.
+func (s *Server) keyspaceLines() []string {
+	if n := s.store.len(); n > 0 {
+		return []string{fmt.Sprintf("db0:keys=%d,expires=0,avg_ttl=0,subexpiry=0", n)}
+	}
+	return nil
+}
+
+// expiredKeys is INFO's expired_keys: the keys removed because their time
+// ran out (none, while keys do not expire).
+func (s *Server) expiredKeys() int64 { return 0 }
+
+// lookupKey finds a key a command names, for the statistics: as Redis's
+// lookupKey, it does not count as a use of the key for expiry.
+func (s *Server) lookupKey(_ *session, key []byte) *entry { return s.store.getBytes(key) }
+
+// touchKeys counts a command's lookups of its keys, as Redis's lookupKey
+// counts them: a read-only command's as hits or misses, and any command's
+// as a use of the key (OBJECT IDLETIME), unless the client asked CLIENT
+// NO-TOUCH. Keys are those of the command's legacy range (COMMAND INFO's
+// first, last and step).
+func (s *Server) touchKeys(sess *session, c command, args [][]byte) {
+	look := keyLookups[c.name]
+	if look == lookupNone {
+		return
+	}
+	m := c.meta
+	last := m.last
+	if last < 0 {
+		last += len(args)
+	}
+	read := m.flags&cmdReadonly != 0
+	noTouch := sess.info != nil && sess.info.flags.Load()&clientNoTouch != 0
+	var hits, misses int64
+	now := s.x.clock()
+	for i := m.first; i <= last && i < len(args); i += max(m.step, 1) {
+		e := s.lookupKey(sess, args[i])
+		if e == nil {
+			misses++
+			continue
+		}
+		hits++
+		if !noTouch && look != lookupNoTouch && e.access.Load() != now {
+			e.access.Store(now)
+		}
+	}
+	if read {
+		sh := s.x.shard(sess.id)
+		if hits > 0 {
+			sh.hits.Add(hits)
+		}
+		if misses > 0 {
+			sh.misses.Add(misses)
+		}
+	}
+}
+
+// How a command's lookups count, where not as a use of the key
+// (lookupTouch, the zero value): Redis's LOOKUP_NOTOUCH and commands that
+// look nothing up this way (OBJECT counts its own, MEMORY USAGE none).
+const (
+	lookupTouch = iota
+	lookupNoTouch
+	lookupNone
+)
+
+var keyLookups = map[string]int{
+	"type": lookupNoTouch, "exists": lookupNoTouch, "ttl": lookupNoTouch, "pttl": lookupNoTouch,
+	"expiretime": lookupNoTouch, "pexpiretime": lookupNoTouch,
+	"object|encoding": lookupNone, "object|freq": lookupNone, "object|idletime": lookupNone,
+	"object|refcount": lookupNone, "memory|usage": lookupNone,
+}
