@@ -963,7 +963,7 @@ func (sess *session) setUser(u *aclUser) {
 
 // checkACL reports whether the session's user may run c, and if not
 // writes Redis's NOPERM error and logs it.
-func (s *Server) checkACL(sess *session, w replier, c command, args [][]byte) bool {
+func (s *Server) checkACL(sess *session, w replier, c *command, args [][]byte) bool {
 	u := sess.user
 	if u == nil {
 		return true
@@ -972,7 +972,7 @@ func (s *Server) checkACL(sess *session, w replier, c command, args [][]byte) bo
 	if st.unrestricted {
 		return true
 	}
-	res, pos := st.check(c, args)
+	res, pos := st.check(*c, args)
 	if res == aclOK {
 		return true
 	}
@@ -987,7 +987,7 @@ func (s *Server) checkACL(sess *session, w replier, c command, args [][]byte) bo
 	}
 	reason := map[int]string{aclDeniedCmd: "command", aclDeniedKey: "key", aclDeniedChannel: "channel"}[res]
 	s.x.acl.log.add(aclLogEntry{reason: reason, context: ctx, object: object, username: u.name}, s.clientInfoLine(sess))
-	w.WriteError("NOPERM " + aclError(res, u.name, c, args[pos], false))
+	w.WriteError("NOPERM " + aclError(res, u.name, *c, args[pos], false))
 	return false
 }
 

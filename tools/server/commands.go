@@ -301,11 +301,11 @@ func (s *Server) execCommand(sess *session, w replier, args [][]byte, c command,
 				w.WriteError(msg)
 			case !sub.arityOK(len(args)):
 				w.WriteError(wrongArity(sub.name))
-				s.rejected(sess, w, sub)
+				s.rejected(sess, w, &sub)
 			case sub.meta.flags&cmdNoMulti != 0:
 				w.WriteError("ERR Command not allowed inside a transaction")
-				s.rejected(sess, w, sub)
-			case s.admit(sess, w, sub, args):
+				s.rejected(sess, w, &sub)
+			case s.admit(sess, w, &sub, args):
 				s.queue(sess, w, c, ok, args)
 				if info := sess.info; info != nil && sess.multi != nil {
 					info.multi.Store(int32(len(sess.multi.cmds)))
@@ -325,28 +325,30 @@ func (s *Server) execCommand(sess *session, w replier, args [][]byte, c command,
 	// Redis's order: existence, arity, then authentication.
 	if !c.arityOK(len(args)) {
 		w.WriteError(wrongArity(c.name))
-		s.rejected(sess, w, c)
+		s.rejected(sess, w, &c)
 		return
 	}
-	c, msg := c.resolve(args)
-	if msg != "" {
-		w.WriteError(msg)
-		return
-	}
-	if !c.arityOK(len(args)) {
-		w.WriteError(wrongArity(c.name))
-		s.rejected(sess, w, c)
-		return
+	if c.subs != nil {
+		var msg string
+		if c, msg = c.resolve(args); msg != "" {
+			w.WriteError(msg)
+			return
+		}
+		if !c.arityOK(len(args)) {
+			w.WriteError(wrongArity(c.name))
+			s.rejected(sess, w, &c)
+			return
+		}
 	}
 	if !sess.authed && !c.noAuth {
 		w.WriteError("NOAUTH Authentication required.")
-		s.rejected(sess, w, c)
+		s.rejected(sess, w, &c)
 		return
 	}
-	if !s.admit(sess, w, c, args) {
+	if !s.admit(sess, w, &c, args) {
 		return
 	}
-	s.call(sess, w, c, args)
+	s.call(sess, w, &c, args)
 }
 
 // errOOM is Redis's refusal of a command that may add memory past
@@ -357,7 +359,7 @@ const errOOM = "OOM command not allowed when used memory > 'maxmemory'."
 // authenticated: the user's permissions, then the memory limit for a
 // command that may add memory (an EXEC for its queue's). A refusal is
 // answered, logged and counted.
-func (s *Server) admit(sess *session, w replier, c command, args [][]byte) bool {
+func (s *Server) admit(sess *session, w replier, c *command, args [][]byte) bool {
 	if !s.checkACL(sess, w, c, args) {
 		s.rejected(sess, w, c)
 		return false

@@ -150,6 +150,11 @@ type session struct {
 	// prevErrs is the count of error replies when the last command ended,
 	// to tell a command that failed (INFO commandstats).
 	prevErrs int
+	// lookup caches the last key looked up for the statistics.
+	lookup lookupCache
+	// lastEnd is when the last command of the batch running ended
+	// (nanotime), 0 outside a batch: the next one's start (stats.go).
+	lastEnd int64
 	// multi is the transaction being queued, nil outside MULTI.
 	multi *multiState
 	// authFailures counts wrong passwords on this connection.
@@ -225,7 +230,7 @@ func (c *connection) input(data []byte) {
 		return
 	}
 	c.sess.info.netIn.Add(int64(len(data)))
-	c.sess.info.lastIO.Store(time.Now().Unix())
+	c.sess.info.lastIO.Store(c.s.x.unix())
 	var err error
 	keep := true
 	if c.r == len(c.in) && c.block == 0 {
@@ -550,9 +555,11 @@ func (c *connection) run(b []byte, own bool) (used int, keep bool) {
 	s := c.s
 	c.lock.Lock()
 	c.sess.holdsShard = true
+	c.sess.lastEnd = nanotime()
 	defer func() {
 		if c.block&blockBusy == 0 { // else a goroutine has the session
 			c.sess.holdsShard = false
+			c.sess.lastEnd = 0
 		}
 		c.lock.Unlock()
 	}()
@@ -663,6 +670,7 @@ func (c *connection) runOffLoop(cmd command, args [][]byte, owned bool) {
 	}
 	c.block |= blockBusy
 	c.sess.holdsShard = false // the goroutine does not hold it
+	c.sess.lastEnd = 0        // its command's time starts when it does
 	go func() {
 		c.runHere(cmd, args)
 		c.wake(wakeBusy, nil)
@@ -772,7 +780,7 @@ func (c *connection) mustWaitForAuth(args [][]byte) bool {
 	if c.sess.multi != nil {
 		return false
 	}
-	if !eq(args[0], "auth") && !(eq(args[0], "hello") && len(args) > 2) {
+	if !(len(args[0]) == 4 && eq(args[0], "auth")) && !(len(args) > 2 && len(args[0]) == 5 && eq(args[0], "hello")) {
 		return false
 	}
 	wait := c.s.auth.delay()

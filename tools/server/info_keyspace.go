@@ -24,12 +24,38 @@ func (s *Server) expiredKeys() int64 { return 0 }
 // lookupKey, it does not count as a use of the key for expiry.
 func (s *Server) lookupKey(_ *session, key []byte) *entry { return s.store.getBytes(key) }
 
+// lookupCached is lookupKey through the session's cache of its last
+// lookup, valid while no key was made or removed (store.gen): a pipeline
+// of commands on one filter, the common case, then takes the store's lock
+// once, not once a command more than it would without the statistics.
+func (s *Server) lookupCached(sess *session, key []byte) *entry {
+	gen := s.store.gen.Load()
+	if c := &sess.lookup; c.valid && c.gen == gen && string(key) == c.key {
+		return c.e
+	}
+	e := s.lookupKey(sess, key)
+	c := &sess.lookup
+	c.valid, c.gen, c.e = true, gen, e
+	if string(key) != c.key {
+		c.key = string(key)
+	}
+	return e
+}
+
+// lookupCache is a session's last key looked up for the statistics.
+type lookupCache struct {
+	valid bool
+	gen   uint64
+	key   string
+	e     *entry
+}
+
 // touchKeys counts a command's lookups of its keys, as Redis's lookupKey
 // counts them: a read-only command's as hits or misses, and any command's
 // as a use of the key (OBJECT IDLETIME), unless the client asked CLIENT
 // NO-TOUCH. Keys are those of the command's legacy range (COMMAND INFO's
 // first, last and step).
-func (s *Server) touchKeys(sess *session, c command, args [][]byte) {
+func (s *Server) touchKeys(sess *session, c *command, args [][]byte) {
 	look := keyLookups[c.name]
 	if look == lookupNone {
 		return
@@ -44,7 +70,7 @@ func (s *Server) touchKeys(sess *session, c command, args [][]byte) {
 	var hits, misses int64
 	now := s.x.clock()
 	for i := m.first; i <= last && i < len(args); i += max(m.step, 1) {
-		e := s.lookupKey(sess, args[i])
+		e := s.lookupCached(sess, args[i])
 		if e == nil {
 			misses++
 			continue

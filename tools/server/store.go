@@ -368,7 +368,11 @@ type store struct {
 
 	uploads uploads
 	dumps   dumps
-	now     func() time.Time // the clock of expiries, replaced by tests
+	// gen counts the changes of which keys exist (a key made or
+	// removed), so that a lookup cached for statistics (info_keyspace.go)
+	// knows when it may be stale.
+	gen atomic.Uint64
+	now func() time.Time // the clock of expiries, replaced by tests
 }
 
 // fileHash names a key's file: its XXH3-128, so that any key, however long
@@ -438,6 +442,7 @@ func (s *store) getOrCreateLogged(name string, build func() (*entry, error)) (*e
 	}
 	s.keys[name] = e
 	s.index.add(name)
+	s.gen.Add(1)
 	return e, true, pos, nil
 }
 
@@ -462,6 +467,7 @@ func (s *store) put(name string, e *entry, dump []byte) (bool, uint64, error) {
 	}
 	s.keys[name] = e
 	s.index.add(name)
+	s.gen.Add(1)
 	return true, pos, nil
 }
 
@@ -519,6 +525,7 @@ func (s *store) delOne(name string) (bool, uint64, error) {
 	}
 	delete(s.keys, name)
 	s.index.remove(name)
+	s.gen.Add(1)
 	var pos uint64
 	if s.log != nil {
 		pos = s.log.appendDelete(name)
@@ -546,6 +553,7 @@ func (s *store) flush() (uint64, error) {
 	old := s.keys
 	s.keys = map[string]*entry{}
 	s.index.reset()
+	s.gen.Add(1)
 	s.mu.Unlock()
 	for name := range old {
 		lock := s.stripeOf(name)
