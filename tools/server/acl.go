@@ -978,7 +978,7 @@ func (s *Server) checkACL(sess *session, w replier, c *command, args [][]byte) b
 	}
 	s.x.aclDenied[res].Add(1)
 	ctx := "toplevel"
-	if sess.multi != nil {
+	if sess.multi != nil || sess.inExec {
 		ctx = "multi"
 	}
 	object := c.name
@@ -987,7 +987,21 @@ func (s *Server) checkACL(sess *session, w replier, c *command, args [][]byte) b
 	}
 	reason := map[int]string{aclDeniedCmd: "command", aclDeniedKey: "key", aclDeniedChannel: "channel"}[res]
 	s.x.acl.log.add(aclLogEntry{reason: reason, context: ctx, object: object, username: u.name}, s.clientInfoLine(sess))
-	w.WriteError("NOPERM " + aclError(res, u.name, *c, args[pos], false))
+	if sess.inExec {
+		// Allowed when queued, no longer (multi.c's execCommand).
+		why := map[int]string{aclDeniedCmd: "no permission to execute the command or subcommand",
+			aclDeniedKey: "no permission to touch the specified keys", aclDeniedChannel: "no permission to access one of the channels used as arguments"}[res]
+		w.WriteError("NOPERM ACLs rules changed between the moment the transaction was accumulated and the EXEC call. This command is no longer allowed for the following reason: " + why)
+		return false
+	}
+	msg := "NOPERM " + aclError(res, u.name, *c, args[pos], false)
+	if c.name == "exec" {
+		// A rejected EXEC discards the transaction (server.c's
+		// rejectCommand, multi.c's execCommandAbort).
+		sess.multi = nil
+		msg = "EXECABORT Transaction discarded because of: " + msg
+	}
+	w.WriteError(msg)
 	return false
 }
 

@@ -364,7 +364,9 @@ func (s *Server) admit(sess *session, w replier, c *command, args [][]byte) bool
 		s.rejected(sess, w, c)
 		return false
 	}
-	if s.x.live.maxMemory.Load() > 0 {
+	// A transaction's commands were checked for memory when queued, and
+	// the EXEC for all of them.
+	if s.x.live.maxMemory.Load() > 0 && !sess.inExec {
 		deny := c.meta.flags&cmdDenyOOM != 0
 		if c.name == "exec" && sess.multi != nil && !sess.multi.dirty {
 			deny = s.queueMayAddMemory(sess.multi)
