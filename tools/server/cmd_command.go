@@ -53,7 +53,7 @@ func cmdCommandInfo(s *Server, sess *session, w replier, args [][]byte) {
 		if c, ok := served(string(name)); ok {
 			writeCommandInfo(w, c)
 		} else {
-			w.WriteNullArray()
+			w.WriteNull()
 		}
 	}
 }

@@ -108,6 +108,23 @@ func (s *Server) infoServer(b *strings.Builder) {
 		"lru_clock:%d\r\nexecutable:%s\r\nconfig_file:%s\r\nio_threads_active:0\r\n",
 		Version, osName(), 32<<(^uint(0)>>63), multiplexingAPI(), runtime.Version(), os.Getpid(), runID, port,
 		now.UnixMicro(), uptime, uptime/86400, now.Unix()&(1<<24-1), exe, s.x.configFile)
+	for i, l := range s.listenerLines() {
+		fmt.Fprintf(b, "listener%d:%s\r\n", i, l)
+	}
+}
+
+// listenerLines describe the listeners as Redis's getListensInfoString:
+// "name=tcp,bind=ADDR,port=PORT".
+func (s *Server) listenerLines() []string {
+	a := s.Addr()
+	if a == nil {
+		return nil
+	}
+	host, port, err := splitHostPort(a.String())
+	if err != nil {
+		return nil
+	}
+	return []string{fmt.Sprintf("name=tcp,bind=%s,port=%d", strings.Trim(host, "[]"), port)}
 }
 
 func splitHostPort(addr string) (string, int, error) {
