@@ -203,6 +203,16 @@ var (
 	errACLNoPass    = errors.New("The password you are trying to remove from the user does not exist")
 	errACLBadHash   = errors.New("The password hash must be exactly 64 characters and contain only lowercase hexadecimal characters")
 	errACLFirstArg  = errors.New("Allowing first-arg of a subcommand is not supported")
+	errACLTooMany   = fmt.Errorf("a user holds at most %d passwords, key patterns, channel patterns, selectors and allowed first arguments of each kind", maxUserItems)
+)
+
+// maxUserItems bounds each list a user holds, and maxUsers the users:
+// rules come from the network (ACL SETUSER) and from files, and a few
+// bytes of a rule would otherwise hold a hundred of memory each, without
+// end. Redis has no bound.
+const (
+	maxUserItems = 1024
+	maxUsers     = 1 << 16
 )
 
 // apply applies one selector rule (acl.c's ACLSetSelector).
@@ -257,6 +267,9 @@ func (sel *selector) apply(op string) error {
 				return nil
 			}
 		}
+		if len(sel.patterns) >= maxUserItems {
+			return errACLTooMany
+		}
 		sel.patterns = append(sel.patterns, keyPattern{perm: perm, pattern: pat, glob: compileGlob(pat, false)})
 	case op != "" && op[0] == '&':
 		if sel.allChannels {
@@ -266,6 +279,9 @@ func (sel *selector) apply(op string) error {
 			return errACLSyntax
 		}
 		if !slices.Contains(sel.channels, op[1:]) {
+			if len(sel.channels) >= maxUserItems {
+				return errACLTooMany
+			}
 			sel.channels = append(sel.channels, op[1:])
 		}
 	case len(op) > 1 && (op[0] == '+' || op[0] == '-') && op[1] == '@':
@@ -312,6 +328,9 @@ func (sel *selector) apply(op string) error {
 				sel.firstArgs = map[int][]string{}
 			}
 			if !slices.ContainsFunc(sel.firstArgs[c.id], func(a string) bool { return strings.EqualFold(a, sub) }) {
+				if len(sel.firstArgs[c.id]) >= maxUserItems {
+					return errACLTooMany
+				}
 				sel.firstArgs[c.id] = append(sel.firstArgs[c.id], sub)
 			}
 		}
@@ -390,6 +409,9 @@ func (st *userState) apply(op string) error {
 			return errACLBadHash
 		}
 		if !slices.Contains(st.passwords, h) {
+			if len(st.passwords) >= maxUserItems {
+				return errACLTooMany
+			}
 			st.passwords = append(st.passwords, h)
 		}
 		st.nopass = false
@@ -406,8 +428,16 @@ func (st *userState) apply(op string) error {
 		}
 		st.passwords = slices.Delete(st.passwords, i, i+1)
 	case op[0] == '(' && op[len(op)-1] == ')':
+		if len(st.selectors) > maxUserItems {
+			return errACLTooMany
+		}
 		sel := newSelector(false)
 		for _, o := range splitArgs(op[1 : len(op)-1]) {
+			// A word ending in ')' would end the selector early when the
+			// user is read back from the users' file: refused.
+			if strings.HasSuffix(o, ")") {
+				return errACLSyntax
+			}
 			if err := sel.apply(o); err != nil {
 				return err
 			}
@@ -501,6 +531,9 @@ func (s *Server) setUser(name string, ops []string) string {
 		}
 	}
 	if u == nil {
+		if len(a.users) >= maxUsers {
+			return fmt.Sprintf("ERR there are %d users already, the most this server keeps", maxUsers)
+		}
 		u = &aclUser{name: name}
 		a.users[name] = u
 	}
@@ -787,51 +820,9 @@ func (s *Server) loadUsers(path string, atStart bool) error {
 	if len(data) > maxACLFileBytes {
 		return fmt.Errorf("Error loading ACLs, file '%s' is larger than %d bytes", path, maxACLFileBytes)
 	}
-	states := map[string]*userState{}
-	var errs strings.Builder
-	for i, line := range strings.Split(string(data), "\n") {
-		line = strings.Trim(line, " \t\r\n")
-		if line == "" {
-			continue
-		}
-		n := i + 1
-		argv := strings.Split(line, " ")
-		argv = slices.DeleteFunc(argv, func(s string) bool { return s == "" })
-		if argv[0] != "user" || len(argv) < 2 {
-			fmt.Fprintf(&errs, "%s:%d should start with user keyword followed by the username. ", path, n)
-			continue
-		}
-		name := argv[1]
-		if hasSpaces(name) {
-			fmt.Fprintf(&errs, "'%s:%d: username '%s' contains invalid characters. ", path, n, name)
-			continue
-		}
-		if _, dup := states[name]; dup {
-			fmt.Fprintf(&errs, "WARNING: Duplicate user '%s' found on line %d. ", name, n)
-			continue
-		}
-		st := newUserState()
-		states[name] = st
-		merged, bad := mergeSelectors(argv[2:])
-		if bad >= 0 {
-			fmt.Fprintf(&errs, "%s:%d: Unmatched parenthesis in selector definition.", path, n)
-			continue
-		}
-		syntax := false
-		for _, op := range merged {
-			op = strings.Trim(op, "\t\r\n")
-			if err := st.apply(op); err != nil {
-				if err == errACLUnknown {
-					fmt.Fprintf(&errs, "%s:%d: Error in applying operation '%s': %s. ", path, n, op, err)
-				} else if !syntax {
-					fmt.Fprintf(&errs, "%s:%d: %s. ", path, n, err)
-					syntax = true
-				}
-			}
-		}
-	}
-	if errs.Len() > 0 {
-		return errors.New(errs.String() + "WARNING: ACL errors detected, no change to the previously active ACL rules was performed")
+	states, err := parseUsers(data, path)
+	if err != nil {
+		return err
 	}
 	a := &s.x.acl
 	if states["default"] == nil {
@@ -856,6 +847,63 @@ func (s *Server) loadUsers(path string, atStart bool) error {
 		}
 	}
 	return nil
+}
+
+// parseUsers reads the users of an ACL file's bytes: every line "user
+// NAME RULES..." or blank. Any error is reported with every bad line, as
+// acl.c's ACLLoadFromFile, and nothing is returned.
+func parseUsers(data []byte, path string) (map[string]*userState, error) {
+	states := map[string]*userState{}
+	var errs strings.Builder
+	for i, line := range strings.Split(string(data), "\n") {
+		line = strings.Trim(line, " \t\r\n")
+		if line == "" {
+			continue
+		}
+		n := i + 1
+		argv := strings.Split(line, " ")
+		argv = slices.DeleteFunc(argv, func(s string) bool { return s == "" })
+		if argv[0] != "user" || len(argv) < 2 {
+			fmt.Fprintf(&errs, "%s:%d should start with user keyword followed by the username. ", path, n)
+			continue
+		}
+		name := argv[1]
+		if hasSpaces(name) {
+			fmt.Fprintf(&errs, "'%s:%d: username '%s' contains invalid characters. ", path, n, name)
+			continue
+		}
+		if _, dup := states[name]; dup {
+			fmt.Fprintf(&errs, "WARNING: Duplicate user '%s' found on line %d. ", name, n)
+			continue
+		}
+		if len(states) >= maxUsers {
+			fmt.Fprintf(&errs, "%s:%d: more than %d users. ", path, n, maxUsers)
+			break
+		}
+		st := newUserState()
+		states[name] = st
+		merged, bad := mergeSelectors(argv[2:])
+		if bad >= 0 {
+			fmt.Fprintf(&errs, "%s:%d: Unmatched parenthesis in selector definition.", path, n)
+			continue
+		}
+		syntax := false
+		for _, op := range merged {
+			op = strings.Trim(op, "\t\r\n")
+			if err := st.apply(op); err != nil {
+				if err == errACLUnknown {
+					fmt.Fprintf(&errs, "%s:%d: Error in applying operation '%s': %s. ", path, n, op, err)
+				} else if !syntax {
+					fmt.Fprintf(&errs, "%s:%d: %s. ", path, n, err)
+					syntax = true
+				}
+			}
+		}
+	}
+	if errs.Len() > 0 {
+		return nil, errors.New(errs.String() + "WARNING: ACL errors detected, no change to the previously active ACL rules was performed")
+	}
+	return states, nil
 }
 
 // writeUsers writes every user to path in Redis's ACL file syntax,

@@ -40,6 +40,14 @@ type configParam struct {
 	// def is its default as CONFIG GET shows it, for CONFIG REWRITE.
 	def       string
 	sensitive bool
+	// memory: a byte count, which CONFIG REWRITE writes in the largest
+	// unit that divides it (100mb), as Redis does.
+	memory bool
+	// derived: its value here may come from elsewhere than a setting
+	// (the event loops from the cores, the port from the listener, the
+	// log from --dir): CONFIG REWRITE updates its line if the file has
+	// one, and never adds one.
+	derived bool
 }
 
 // configParams are the settings, by name; registerConfig adds one.
@@ -148,7 +156,12 @@ func init() {
 		return func(s *Server) string { return i64(f(s)) }
 	}
 	for _, p := range []*configParam{
-		{name: "maxmemory", def: "0",
+		{name: "maxmemory", memory: true, def: "0",
+			load: func(c *Config, v string) error {
+				n, err := parseMemory(v)
+				c.MaxMemory = uint64(n)
+				return err
+			},
 			get: live(func(s *Server) int64 { return s.x.live.maxMemory.Load() }),
 			set: func(s *Server, v string) (func(), error) {
 				n, err := parseMemory(v)
@@ -175,8 +188,8 @@ func init() {
 		{name: "maxmemory-samples", def: "5", get: func(*Server) string { return "5" }},
 		{name: "appendfsync", def: "everysec",
 			load: func(c *Config, v string) error {
-				if _, err := parseFsync(strings.ToLower(v)); err != nil {
-					return errOneOf("always", "everysec", "no")
+				if _, err := parseFsync(strings.ToLower(v)); err != nil || v == "" {
+					return errOneOf("everysec", "always", "no")
 				}
 				c.AppendFsync = strings.ToLower(v)
 				return nil
@@ -185,7 +198,7 @@ func init() {
 			set: func(s *Server, v string) (func(), error) {
 				p, err := parseFsync(strings.ToLower(v))
 				if err != nil || v == "" {
-					return nil, errOneOf("always", "everysec", "no")
+					return nil, errOneOf("everysec", "always", "no")
 				}
 				return func() {
 					s.cfg.AppendFsync = p.String()
@@ -194,7 +207,7 @@ func init() {
 					}
 				}, nil
 			}},
-		{name: "appendonly", def: "yes",
+		{name: "appendonly", def: "yes", derived: true,
 			load: func(c *Config, v string) error {
 				on, err := yesNo(v)
 				c.DisableAppendLog = !on
@@ -234,13 +247,13 @@ func init() {
 			}},
 		{name: "maxclients", def: i64(DefaultMaxClients),
 			load: func(c *Config, v string) error {
-				n, err := parseBounded(v, 1, math.MaxInt32)
+				n, err := parseBounded(v, 1, math.MaxUint32)
 				c.MaxClients = int(n)
 				return err
 			},
 			get: live(func(s *Server) int64 { return s.x.live.maxClients.Load() }),
 			set: func(s *Server, v string) (func(), error) {
-				n, err := parseBounded(v, 1, math.MaxInt32)
+				n, err := parseBounded(v, 1, math.MaxUint32)
 				if err != nil {
 					return nil, err
 				}
@@ -249,7 +262,7 @@ func init() {
 				}
 				return func() { s.x.live.maxClients.Store(n) }, nil
 			}},
-		{name: "max-buffered-bytes", def: i64(DefaultMaxBufferedBytes),
+		{name: "max-buffered-bytes", memory: true, def: i64(DefaultMaxBufferedBytes),
 			load: func(c *Config, v string) error {
 				n, err := parseMemory(v)
 				c.MaxBufferedBytes = n
@@ -268,7 +281,7 @@ func init() {
 					}
 				}, nil
 			}},
-		{name: "max-unauth-buffered-bytes", def: i64(DefaultMaxUnauthBufferedBytes),
+		{name: "max-unauth-buffered-bytes", memory: true, def: i64(DefaultMaxUnauthBufferedBytes),
 			load: func(c *Config, v string) error {
 				n, err := parseMemory(v)
 				c.MaxUnauthBufferedBytes = n
@@ -281,7 +294,7 @@ func init() {
 				return func() { s.x.live.maxUnauthBufferedBytes.Store(n) }, err
 			}},
 		// Set at start only: they size what is allocated already.
-		{name: "max-request-bytes", def: i64(DefaultMaxRequestBytes),
+		{name: "max-request-bytes", memory: true, def: i64(DefaultMaxRequestBytes),
 			load: func(c *Config, v string) error {
 				n, err := parseMemory(v)
 				c.MaxRequestBytes = int(min(n, math.MaxInt32))
@@ -290,28 +303,28 @@ func init() {
 			get: func(s *Server) string { return strconv.Itoa(s.cfg.MaxRequestBytes) }},
 		{name: "proto-max-bulk-len", def: i64(DefaultMaxRequestBytes),
 			get: func(s *Server) string { return strconv.Itoa(s.cfg.MaxRequestBytes) }},
-		{name: "max-filter-bytes", def: i64(DefaultMaxFilterBytes),
+		{name: "max-filter-bytes", memory: true, def: i64(DefaultMaxFilterBytes),
 			load: func(c *Config, v string) error {
 				n, err := parseMemory(v)
 				c.MaxFilterBytes = uint64(n)
 				return err
 			},
 			get: func(s *Server) string { return strconv.FormatUint(s.cfg.MaxFilterBytes, 10) }},
-		{name: "max-upload-bytes", def: "0",
+		{name: "max-upload-bytes", memory: true, def: "0",
 			load: func(c *Config, v string) error {
 				n, err := parseMemory(v)
 				c.MaxUploadBytes = uint64(n)
 				return err
 			},
 			get: func(s *Server) string { return strconv.FormatUint(s.cfg.MaxUploadBytes, 10) }},
-		{name: "max-dump-bytes", def: "0",
+		{name: "max-dump-bytes", memory: true, def: "0",
 			load: func(c *Config, v string) error {
 				n, err := parseMemory(v)
 				c.MaxDumpBytes = uint64(n)
 				return err
 			},
 			get: func(s *Server) string { return strconv.FormatUint(s.cfg.MaxDumpBytes, 10) }},
-		{name: "event-loops", def: "0",
+		{name: "event-loops", def: "0", derived: true,
 			load: func(c *Config, v string) error {
 				n, err := parseBounded(v, 0, 1024)
 				c.EventLoops = int(n)
@@ -340,7 +353,7 @@ func init() {
 		registerConfig(p)
 	}
 	// port and bind read and show the address (--addr).
-	registerConfig(&configParam{name: "port", def: "6379",
+	registerConfig(&configParam{name: "port", def: "6379", derived: true,
 		load: func(c *Config, v string) error {
 			n, err := parseBounded(v, 0, 65535)
 			host, _, _ := splitHostPort(c.addr())
@@ -354,7 +367,7 @@ func init() {
 			}
 			return strconv.Itoa(p)
 		}})
-	registerConfig(&configParam{name: "bind", def: "127.0.0.1",
+	registerConfig(&configParam{name: "bind", def: "127.0.0.1", derived: true,
 		load: func(c *Config, v string) error {
 			if strings.Contains(v, " ") {
 				return errors.New("ohbloom serve binds one address")
@@ -544,13 +557,17 @@ func (s *Server) rewriteConfig(path string) error {
 			continue // shown by CONFIG GET, not a setting of the file
 		}
 		v := p.get(s)
-		line := name + " " + quoteConfigValue(v)
+		out := v
+		if p.memory {
+			out = memoryUnits(v)
+		}
+		line := name + " " + quoteConfigValue(out)
 		if idx := at[name]; len(idx) > 0 {
 			lines[idx[0]] = line
 			for _, i := range idx[1:] {
 				lines[i] = "\x00"
 			}
-		} else if v != p.def {
+		} else if v != p.def && !p.derived {
 			added = append(added, line)
 		}
 	}
@@ -570,6 +587,23 @@ func (s *Server) rewriteConfig(path string) error {
 		return err
 	}
 	return syncDir(filepath.Dir(path))
+}
+
+// memoryUnits writes a byte count in the largest of gb, mb, kb that
+// divides it, as Redis's rewriteConfigBytesOption.
+func memoryUnits(v string) string {
+	n, err := strconv.ParseInt(v, 10, 64)
+	switch {
+	case err != nil || n == 0:
+		return v
+	case n%(1<<30) == 0:
+		return strconv.FormatInt(n>>30, 10) + "gb"
+	case n%(1<<20) == 0:
+		return strconv.FormatInt(n>>20, 10) + "mb"
+	case n%(1<<10) == 0:
+		return strconv.FormatInt(n>>10, 10) + "kb"
+	}
+	return v
 }
 
 // quoteConfigValue quotes a value as Redis's rewrite does when it holds
@@ -643,6 +677,11 @@ func ReadConfigFile(path string, c *Config) error {
 		abs = path
 	}
 	c.ConfigFile = abs
+	return parseConfig(data, path, c)
+}
+
+// parseConfig reads a configuration file's bytes into c (ReadConfigFile).
+func parseConfig(data []byte, path string, c *Config) error {
 	sc := bufio.NewScanner(bytes.NewReader(data))
 	sc.Buffer(make([]byte, 64<<10), maxConfigFileBytes)
 	n := 0

@@ -1,6 +1,9 @@
 package server
 
-import "fmt"
+import (
+	"fmt"
+	"weak"
+)
 
 // What INFO and OBJECT read of the keyspace: its lines in INFO keyspace,
 // its expiries, and each command's lookup of its keys for keyspace_hits
@@ -28,14 +31,23 @@ func (s *Server) lookupKey(_ *session, key []byte) *entry { return s.store.getBy
 // lookup, valid while no key was made or removed (store.gen): a pipeline
 // of commands on one filter, the common case, then takes the store's lock
 // once, not once a command more than it would without the statistics.
+//
+// The cache holds its entry weakly, so that an idle client does not keep
+// a deleted filter's memory.
 func (s *Server) lookupCached(sess *session, key []byte) *entry {
 	gen := s.store.gen.Load()
 	if c := &sess.lookup; c.valid && c.gen == gen && string(key) == c.key {
-		return c.e
+		if c.missing {
+			return nil
+		}
+		if e := c.e.Value(); e != nil {
+			return e
+		}
 	}
 	e := s.lookupKey(sess, key)
 	c := &sess.lookup
-	c.valid, c.gen, c.e = true, gen, e
+	c.valid, c.gen, c.missing = true, gen, e == nil
+	c.e = weak.Make(e)
 	if string(key) != c.key {
 		c.key = string(key)
 	}
@@ -44,10 +56,10 @@ func (s *Server) lookupCached(sess *session, key []byte) *entry {
 
 // lookupCache is a session's last key looked up for the statistics.
 type lookupCache struct {
-	valid bool
-	gen   uint64
-	key   string
-	e     *entry
+	valid, missing bool
+	gen            uint64
+	key            string
+	e              weak.Pointer[entry]
 }
 
 // touchKeys counts a command's lookups of its keys, as Redis's lookupKey
