@@ -27,10 +27,10 @@ type AtomicFilter struct {
 
 // NewAtomic is New for an AtomicFilter: sized for n keys at rate p, with the
 // DefaultSeed, panicking on invalid parameters.
-func NewAtomic(n uint64, p float64) *AtomicFilter {
-	f, err := NewAtomicWithConfig(Config{Capacity: n, FPR: p})
+func NewAtomic[P Rate](n uint64, p P) *AtomicFilter {
+	f, err := NewAtomicWithConfig(Config{Capacity: n, FPR: float64(p)})
 	if err != nil {
-		panic(err)
+		panic(constructorPanic("NewAtomic", n, float64(p), err))
 	}
 	return f
 }
@@ -113,8 +113,8 @@ func (f *AtomicFilter) TestSampledString(key string, salt, mask uint64, sample f
 	return f.TestSampled(stringBytes(key), salt, mask, sample)
 }
 
-// TestAndAdd adds key and reports whether it may have been present before.
-// When several goroutines add the same new key at once, at least one of them
+// TestAndAdd adds key and reports whether it may have been present before,
+// as Filter.TestAndAdd does. When several goroutines add the same new key at once, at least one of them
 // gets false: a goroutine writes only when its read of the block found a
 // bit missing, and then it returns false.
 func (f *AtomicFilter) TestAndAdd(key []byte) bool {
@@ -125,6 +125,13 @@ func (f *AtomicFilter) TestAndAdd(key []byte) bool {
 func (f *AtomicFilter) TestAndAddString(key string) bool {
 	return f.testAndAddHash(xxh3.HashStringSeed(key, f.seed))
 }
+
+// TestOrAdd is Filter.TestOrAdd, the same call as TestAndAdd, with its
+// guarantee under concurrent adds.
+func (f *AtomicFilter) TestOrAdd(key []byte) bool { return f.TestAndAdd(key) }
+
+// TestOrAddString is TestOrAdd for a string key.
+func (f *AtomicFilter) TestOrAddString(key string) bool { return f.TestAndAddString(key) }
 
 // orMissing sets the bits m in *p with at most one atomic OR, and none when
 // they are all set already.

@@ -44,6 +44,12 @@ func (f *Filter) TestAndAddHash(h uint64) bool { return f.testAndAddHash(h) }
 // guarantee under concurrent adds.
 func (f *AtomicFilter) TestAndAddHash(h uint64) bool { return f.testAndAddHash(h) }
 
+// TestOrAddHash is TestOrAdd for the key whose Hash is h: TestAndAddHash.
+func (f *Filter) TestOrAddHash(h uint64) bool { return f.testAndAddHash(h) }
+
+// TestOrAddHash is TestOrAdd for the key whose Hash is h: TestAndAddHash.
+func (f *AtomicFilter) TestOrAddHash(h uint64) bool { return f.testAndAddHash(h) }
+
 // AddHashes adds the keys whose hashes are hs, keeping a batch of cache
 // misses in flight at a time.
 func (f *Filter) AddHashes(hs []uint64) { f.runHashes(hs, opAdd, nil) }

@@ -98,10 +98,10 @@ type CountingFilter struct {
 // NewCounting returns a CountingFilter for n keys at false positive rate p,
 // sized like New by the exact rate of its block shape. It panics on invalid
 // parameters; NewCountingWithConfig returns errors.
-func NewCounting(n uint64, p float64) *CountingFilter {
-	f, err := NewCountingWithConfig(Config{Capacity: n, FPR: p})
+func NewCounting[P Rate](n uint64, p P) *CountingFilter {
+	f, err := NewCountingWithConfig(Config{Capacity: n, FPR: float64(p)})
 	if err != nil {
-		panic(err)
+		panic(constructorPanic("NewCounting", n, float64(p), err))
 	}
 	return f
 }
@@ -122,13 +122,69 @@ func (f *CountingFilter) Add(key []byte) { f.addHash(xxh3.HashSeed(key, f.seed))
 // AddString is Add for a string key.
 func (f *CountingFilter) AddString(key string) { f.addHash(xxh3.HashStringSeed(key, f.seed)) }
 
-func (f *CountingFilter) addHash(h uint64) {
-	b, cs := f.counters(h)
-	for _, c := range cs[:f.k] {
+func (f *CountingFilter) addHash(h uint64) { f.plainAdd(h) }
+
+// plainAdd is CountingFilter's add, on the core for the batched calls.
+func (l *countingCore) plainAdd(h uint64) {
+	b, cs := l.counters(h)
+	for _, c := range cs[:l.k] {
 		if shift := 4 * (c % 16); b[c/16]>>shift&0xF < maxCount {
 			b[c/16] += 1 << shift
 		}
 	}
+}
+
+// TestAndAdd counts key in and reports whether it may have been present
+// before, as bits-and-blooms' TestAndAdd does: it counts the key in
+// whatever the test says, so a key added twice needs two Removes.
+func (f *CountingFilter) TestAndAdd(key []byte) bool {
+	return f.testAndAddHash(xxh3.HashSeed(key, f.seed))
+}
+
+// TestAndAddString is TestAndAdd for a string key.
+func (f *CountingFilter) TestAndAddString(key string) bool {
+	return f.testAndAddHash(xxh3.HashStringSeed(key, f.seed))
+}
+
+// TestAndAddHash is TestAndAdd for the key whose Hash is h.
+func (f *CountingFilter) TestAndAddHash(h uint64) bool { return f.testAndAddHash(h) }
+
+func (f *CountingFilter) testAndAddHash(h uint64) bool {
+	b, cs := f.counters(h)
+	present := true
+	for _, c := range cs[:f.k] {
+		shift := 4 * (c % 16)
+		v := b[c/16] >> shift & 0xF
+		present = present && v != 0
+		if v < maxCount {
+			b[c/16] += 1 << shift
+		}
+	}
+	return present
+}
+
+// TestOrAdd reports whether key may have been present, and counts it in
+// only if not, as bits-and-blooms' TestOrAdd does: a key added only with
+// TestOrAdd counts once however often it comes, and one Remove takes it
+// out (or a key that collides with it: a false positive is not counted in).
+func (f *CountingFilter) TestOrAdd(key []byte) bool {
+	return f.testOrAddHash(xxh3.HashSeed(key, f.seed))
+}
+
+// TestOrAddString is TestOrAdd for a string key.
+func (f *CountingFilter) TestOrAddString(key string) bool {
+	return f.testOrAddHash(xxh3.HashStringSeed(key, f.seed))
+}
+
+// TestOrAddHash is TestOrAdd for the key whose Hash is h.
+func (f *CountingFilter) TestOrAddHash(h uint64) bool { return f.testOrAddHash(h) }
+
+func (f *CountingFilter) testOrAddHash(h uint64) bool {
+	if f.testHash(h) {
+		return true
+	}
+	f.addHash(h)
+	return false
 }
 
 // Remove counts key out. If the filter says key is absent it returns an

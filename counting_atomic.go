@@ -21,10 +21,10 @@ type AtomicCountingFilter struct {
 }
 
 // NewAtomicCounting is NewCounting for an AtomicCountingFilter.
-func NewAtomicCounting(n uint64, p float64) *AtomicCountingFilter {
-	f, err := NewAtomicCountingWithConfig(Config{Capacity: n, FPR: p})
+func NewAtomicCounting[P Rate](n uint64, p P) *AtomicCountingFilter {
+	f, err := NewAtomicCountingWithConfig(Config{Capacity: n, FPR: float64(p)})
 	if err != nil {
-		panic(err)
+		panic(constructorPanic("NewAtomicCounting", n, float64(p), err))
 	}
 	return f
 }
@@ -51,8 +51,9 @@ func (l *countingCore) wordMasks(h uint64) (*block, block) {
 }
 
 // step adds delta (+1 or −1) to the counters of p marked in ones, skipping
-// counters at 15 and, for −1, at 0; one CAS, retried on contention.
-func step(p *uint64, ones uint64, up bool) {
+// counters at 15 and, for −1, at 0; one CAS, retried on contention. It
+// returns the word as it was just before its change.
+func step(p *uint64, ones uint64, up bool) (was uint64) {
 	for {
 		old := atomic.LoadUint64(p)
 		const low = 0x1111111111111111
@@ -66,7 +67,7 @@ func step(p *uint64, ones uint64, up bool) {
 			next = old - (live &^ empty)
 		}
 		if next == old || atomic.CompareAndSwapUint64(p, old, next) {
-			return
+			return old
 		}
 	}
 }
@@ -79,13 +80,69 @@ func (f *AtomicCountingFilter) AddString(key string) {
 	f.addHash(xxh3.HashStringSeed(key, f.seed))
 }
 
-func (f *AtomicCountingFilter) addHash(h uint64) {
-	b, m := f.wordMasks(h)
+func (f *AtomicCountingFilter) addHash(h uint64) { f.atomicAdd(h) }
+
+// atomicAdd is AtomicCountingFilter's add, on the core for the batched
+// calls.
+func (l *countingCore) atomicAdd(h uint64) {
+	b, m := l.wordMasks(h)
 	for w, ones := range m {
 		if ones != 0 {
 			step(&b[w], ones, true)
 		}
 	}
+}
+
+// TestAndAdd is CountingFilter.TestAndAdd. Its answer is what each word of
+// counters held just before its own change: when goroutines add the same
+// new key at once, at least one of them reports it new.
+func (f *AtomicCountingFilter) TestAndAdd(key []byte) bool {
+	return f.testAndAddHash(xxh3.HashSeed(key, f.seed))
+}
+
+// TestAndAddString is TestAndAdd for a string key.
+func (f *AtomicCountingFilter) TestAndAddString(key string) bool {
+	return f.testAndAddHash(xxh3.HashStringSeed(key, f.seed))
+}
+
+// TestAndAddHash is TestAndAdd for the key whose Hash is h.
+func (f *AtomicCountingFilter) TestAndAddHash(h uint64) bool { return f.testAndAddHash(h) }
+
+func (f *AtomicCountingFilter) testAndAddHash(h uint64) bool {
+	const low = 0x1111111111111111
+	b, m := f.wordMasks(h)
+	present := true
+	for w, ones := range m {
+		if ones != 0 {
+			was := step(&b[w], ones, true)
+			empty := ^(was | was>>1 | was>>2 | was>>3) & low
+			present = present && empty&ones == 0
+		}
+	}
+	return present
+}
+
+// TestOrAdd is CountingFilter.TestOrAdd, a test and then an add. Goroutines
+// that add the same new key at once may each find it absent and count it
+// in, so that one Remove leaves it present (never absent); at least one of
+// them reports it new.
+func (f *AtomicCountingFilter) TestOrAdd(key []byte) bool {
+	return f.testOrAddHash(xxh3.HashSeed(key, f.seed))
+}
+
+// TestOrAddString is TestOrAdd for a string key.
+func (f *AtomicCountingFilter) TestOrAddString(key string) bool {
+	return f.testOrAddHash(xxh3.HashStringSeed(key, f.seed))
+}
+
+// TestOrAddHash is TestOrAdd for the key whose Hash is h.
+func (f *AtomicCountingFilter) TestOrAddHash(h uint64) bool { return f.testOrAddHash(h) }
+
+func (f *AtomicCountingFilter) testOrAddHash(h uint64) bool {
+	if f.testHash(h) {
+		return true
+	}
+	return f.testAndAddHash(h)
 }
 
 // Remove counts key out, as CountingFilter.Remove does.

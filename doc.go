@@ -72,6 +72,19 @@
 //   - Layout places keys without holding the bits, for filters whose blocks
 //     live elsewhere (tools/redisfilter keeps them in Redis).
 //
+// New and its siblings take n keys and a false positive rate p in (0, 1).
+// The rate is a type parameter (Rate) that an integer does not satisfy, so
+// bits-and-blooms' New(m bits, k hashes) habit, New(1000, 4), is a compile
+// error rather than a panic at run time.
+//
+// TestAndAdd and TestOrAdd mean what they mean in bits-and-blooms: both
+// report whether the key may have been present; TestAndAdd adds it
+// whatever the answer, TestOrAdd only when absent. In a Filter the two are
+// one call (setting bits already set changes nothing); a counting filter
+// counts a key in every time with TestAndAdd and once with TestOrAdd; a
+// scalable filter has TestOrAdd only, as adding a key it holds would take
+// room in its newest stage.
+//
 // AtomicFilter sets words with atomic ORs, and only when a bit is missing,
 // so re-adding a present key writes nothing. On Intel CPUs with TSX (RTM)
 // the vector code sets a new key's bits in one hardware transaction
@@ -83,7 +96,9 @@
 // Past the caches every key costs a cache miss, and throughput depends on
 // how many are in flight at once. AddBatch, TestBatch, AddHashes and
 // TestHashes prefetch the blocks of the keys ahead while they probe the
-// current ones. AtomicFilter.AddParallel and AddSeq load keys on every core
+// current ones; the counting and scalable filters have AddBatch and
+// TestBatch too (a scalable filter's test each stage in turn, with the
+// keys the newer stages did not find). AtomicFilter.AddParallel and AddSeq load keys on every core
 // while other goroutines keep adding and testing; nothing is lost, but Test
 // may not find keys of the load before the call returns. A load with at
 // least as many keys as the filter has blocks builds in private copies of
@@ -95,13 +110,19 @@
 // # Persistence
 //
 // Filters encode to a documented, checksummed, versioned format
-// (Filter.WriteTo; docs/format.md) whose header records the hash, the seed
-// and the geometry. Save writes it to a file crash-safely (temporary file,
-// fsync, rename, directory fsync; SaveFile for any encoder); Open maps a
-// file, checks its checksum and probes it in place; OpenUnverified skips
-// the check and reads no data. Replace a mapped file only by renaming a new
-// one over it: truncating or rewriting it in place changes what the
-// mapping answers, or kills the process with SIGBUS (docs/operations.md).
+// (Filter.WriteTo; docs/format.md) whose header records the kind of
+// filter, the hash, the seed and the geometry. Every filter persists the
+// same way: Save writes it to a file crash-safely (temporary file, fsync,
+// rename, directory fsync; SaveFile for any encoder), and the Load
+// function of its type reads the file back whole (Load, LoadAtomic,
+// LoadCounting, LoadAtomicCounting, LoadScalable, LoadAtomicScalable).
+// Open maps a Filter's file, checks its checksum and probes it in place;
+// OpenUnverified skips the check and reads no data. Inspect says what a
+// file holds (kind, version, geometry, key count), and a file read as the
+// wrong kind is an error that says which call reads it. Replace a mapped
+// file only by renaming a new one over it: truncating or rewriting it in
+// place changes what the mapping answers, or kills the process with SIGBUS
+// (docs/operations.md).
 //
 // The default seed is fixed (DefaultSeed) so that filters built by
 // different processes agree and can be merged; Config.RandomSeed gives a

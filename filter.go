@@ -18,17 +18,39 @@ type Filter struct {
 	core
 }
 
+// Rate is the type of the false positive rate p that New and its siblings
+// take: a float64, or a type defined on one. It is a type parameter rather
+// than a float64 parameter so that an integer in its place does not
+// compile. New(1000, 4), bits-and-blooms' New(m bits, k hashes), would
+// otherwise turn 4 into the rate 4.0 and panic when it runs; as it is, the
+// compiler says "int does not satisfy ohbloom.Rate". So do New(n, 1) and
+// New(n, 1/100), an integer division that is 0.
+type Rate interface{ ~float64 }
+
 // New returns a Filter sized to hold n distinct keys with a false positive
-// rate of at most p, using the fixed DefaultSeed. It panics if n is 0, if p is
-// not in (0, 1), or if the filter would not fit in MaxBlocks or in the
-// machine's memory; NewWithConfig
-// returns those as errors instead.
-func New(n uint64, p float64) *Filter {
-	f, err := NewWithConfig(Config{Capacity: n, FPR: p})
+// rate of at most p, using the fixed DefaultSeed. p is a rate in (0, 1)
+// (0.01 for 1%), not a number of hash functions (see Rate). It panics if n
+// is 0, if p is not in (0, 1), or if the filter would not fit in MaxBlocks
+// or in the machine's memory, as regexp.MustCompile does on a bad pattern:
+// with constant arguments these are mistakes of the program, found the
+// first time it runs. NewWithConfig returns them as errors, for sizes that
+// come from input.
+func New[P Rate](n uint64, p P) *Filter {
+	f, err := NewWithConfig(Config{Capacity: n, FPR: float64(p)})
 	if err != nil {
-		panic(err)
+		panic(constructorPanic("New", n, float64(p), err))
 	}
 	return f
+}
+
+// constructorPanic is what New and its siblings panic with: the call, and
+// why it cannot be built.
+func constructorPanic(name string, n uint64, p float64, err error) error {
+	hint := ""
+	if p >= 1 && p == math.Trunc(p) {
+		hint = " (the second argument is a false positive rate such as 0.01, not a number of hash functions)"
+	}
+	return fmt.Errorf("ohbloom.%s(%d, %v): %w%s", name, n, p, err, hint)
 }
 
 // NewWithConfig returns a Filter built as c describes, or an error wrapping
@@ -83,7 +105,8 @@ func addKey(l *core, p *byte, n int) {
 	l.addBits(l.blockOf(h), residue(h))
 }
 
-// TestAndAdd adds key and reports whether it may have been present before.
+// TestAndAdd adds key and reports whether it may have been present before,
+// as bits-and-blooms' TestAndAdd does: it adds whatever the test says.
 func (f *Filter) TestAndAdd(key []byte) bool {
 	return f.testAndAddHash(xxh3.HashSeed(key, f.seed))
 }
@@ -92,6 +115,16 @@ func (f *Filter) TestAndAdd(key []byte) bool {
 func (f *Filter) TestAndAddString(key string) bool {
 	return f.testAndAddHash(xxh3.HashStringSeed(key, f.seed))
 }
+
+// TestOrAdd reports whether key may have been present, and adds it if not,
+// as bits-and-blooms' TestOrAdd does. In a Filter it is TestAndAdd: adding
+// a key whose bits are all set changes nothing. It is here so that the
+// call that deduplicates is spelled alike on every filter (on a counting
+// or scalable filter the two differ).
+func (f *Filter) TestOrAdd(key []byte) bool { return f.TestAndAdd(key) }
+
+// TestOrAddString is TestOrAdd for a string key.
+func (f *Filter) TestOrAddString(key string) bool { return f.TestAndAddString(key) }
 
 func (f *Filter) testAndAddHash(h uint64) bool {
 	return f.testAndAddBits(f.blockOf(h), residue(h))

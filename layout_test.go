@@ -130,15 +130,15 @@ func TestOrBlocksRefusesBadRanges(t *testing.T) {
 	}
 }
 
-func TestScalableTestAndAdd(t *testing.T) {
+func TestScalableTestOrAdd(t *testing.T) {
 	s := NewScalable(100, 0.01)
 	for i := range 1000 {
-		if s.TestAndAddString(fmt.Sprint(i)) && i < 50 {
+		if s.TestOrAddString(fmt.Sprint(i)) && i < 50 {
 			// a false positive among the first 50 keys of a filter at 1%
 			// would be a 1-in-2 event at worst; each is new here
 			t.Fatalf("key %d reported present before it was added", i)
 		}
-		if !s.TestAndAdd(fmt.Append(nil, i)) {
+		if !s.TestOrAdd(fmt.Append(nil, i)) {
 			t.Fatalf("key %d reported new after it was added", i)
 		}
 	}
@@ -149,7 +149,7 @@ func TestScalableTestAndAdd(t *testing.T) {
 
 // When goroutines add the same keys at once, each key is reported new by at
 // least one of them, and the stages grow as for the keys added one by one.
-func TestAtomicScalableTestAndAddConcurrent(t *testing.T) {
+func TestAtomicScalableTestOrAddConcurrent(t *testing.T) {
 	const keys, workers = 4000, 4
 	s := NewAtomicScalable(500, 0.01)
 	newCounts := make([][]bool, workers)
@@ -158,7 +158,7 @@ func TestAtomicScalableTestAndAddConcurrent(t *testing.T) {
 		newCounts[w] = make([]bool, keys)
 		wg.Go(func() {
 			for i := range keys {
-				newCounts[w][i] = !s.TestAndAddString(fmt.Sprint(i))
+				newCounts[w][i] = !s.TestOrAddString(fmt.Sprint(i))
 			}
 		})
 	}

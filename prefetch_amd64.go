@@ -26,6 +26,13 @@ func (l *core) prefetch(hs []uint64) {
 	}
 }
 
+// prefetch starts the cache misses of the blocks of hs.
+func (l *countingCore) prefetch(hs []uint64) {
+	if len(hs) > 0 {
+		prefetchBlocks(&l.blocks[0], l.nblocks, hs)
+	}
+}
+
 // prefetchPacked starts loading block p>>32 of blocks for each entry p of
 // ps (prefetch_amd64.s).
 //

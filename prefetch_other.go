@@ -2,7 +2,10 @@
 
 package ohbloom
 
-import "sync/atomic"
+import (
+	"math/bits"
+	"sync/atomic"
+)
 
 // The batched calls' pipeline (batch.go) without a prefetch instruction:
 // windows of 256 keys, taken 128 at a time, the blocks of the next 128
@@ -25,6 +28,16 @@ func (l *core) prefetch(hs []uint64) {
 	var sum uint64
 	for _, h := range hs {
 		sum += atomic.LoadUint64(&l.blockOf(h)[0])
+	}
+	keep(sum)
+}
+
+// prefetch is core.prefetch for a counting filter's blocks.
+func (l *countingCore) prefetch(hs []uint64) {
+	var sum uint64
+	for _, h := range hs {
+		i, _ := bits.Mul64(h, l.nblocks)
+		sum += atomic.LoadUint64(&l.blocks[i][0])
 	}
 	keep(sum)
 }

@@ -262,10 +262,10 @@ type ScalableFilter struct {
 // NewScalable returns a ScalableFilter that starts with room for initial
 // keys, grows by DefaultGrowth and keeps its false positive rate at or below
 // p. It panics on invalid parameters, as New does.
-func NewScalable(initial uint64, p float64) *ScalableFilter {
-	s, err := NewScalableWithConfig(Config{Capacity: initial, FPR: p})
+func NewScalable[P Rate](initial uint64, p P) *ScalableFilter {
+	s, err := NewScalableWithConfig(Config{Capacity: initial, FPR: float64(p)})
 	if err != nil {
-		panic(err)
+		panic(constructorPanic("NewScalable", initial, float64(p), err))
 	}
 	return s
 }
@@ -300,17 +300,20 @@ func (s *ScalableFilter) AddString(key string) { s.AddHash(s.stages[0].HashStrin
 // AddHash adds the key whose Hash is h.
 func (s *ScalableFilter) AddHash(h uint64) { s.insert(h, true) }
 
-// TestAndAdd reports whether key may already be in the filter, and adds it
-// if not, as Add does.
-func (s *ScalableFilter) TestAndAdd(key []byte) bool { return s.TestAndAddHash(s.stages[0].Hash(key)) }
+// TestOrAdd reports whether key may already be in the filter, and adds it
+// only if not, as Add does: bits-and-blooms' TestOrAdd. A scalable filter
+// has no TestAndAdd (bits-and-blooms' "add whatever the test says"): a key
+// it holds would take a place in the newest stage again, and the filter
+// would grow for keys it already has.
+func (s *ScalableFilter) TestOrAdd(key []byte) bool { return s.TestOrAddHash(s.stages[0].Hash(key)) }
 
-// TestAndAddString is TestAndAdd for a string key.
-func (s *ScalableFilter) TestAndAddString(key string) bool {
-	return s.TestAndAddHash(s.stages[0].HashString(key))
+// TestOrAddString is TestOrAdd for a string key.
+func (s *ScalableFilter) TestOrAddString(key string) bool {
+	return s.TestOrAddHash(s.stages[0].HashString(key))
 }
 
-// TestAndAddHash is TestAndAdd for the key whose Hash is h.
-func (s *ScalableFilter) TestAndAddHash(h uint64) bool {
+// TestOrAddHash is TestOrAdd for the key whose Hash is h.
+func (s *ScalableFilter) TestOrAddHash(h uint64) bool {
 	added, _ := s.insert(h, true)
 	return !added
 }
@@ -336,6 +339,12 @@ func (s *ScalableFilter) insert(h uint64, overfill bool) (bool, error) {
 	if s.TestHash(h) {
 		return false, nil
 	}
+	return s.add(h, overfill)
+}
+
+// add puts the key whose hash is h, which the filter does not hold, in the
+// newest stage, growing first if it is full.
+func (s *ScalableFilter) add(h uint64, overfill bool) (bool, error) {
 	last := len(s.stages) - 1
 	if s.counts[last] >= s.stages[last].capacity {
 		if err := s.grow(); err == nil {
@@ -490,10 +499,10 @@ type atomicStage struct {
 }
 
 // NewAtomicScalable is NewScalable for an AtomicScalableFilter.
-func NewAtomicScalable(initial uint64, p float64) *AtomicScalableFilter {
-	s, err := NewAtomicScalableWithConfig(Config{Capacity: initial, FPR: p})
+func NewAtomicScalable[P Rate](initial uint64, p P) *AtomicScalableFilter {
+	s, err := NewAtomicScalableWithConfig(Config{Capacity: initial, FPR: float64(p)})
 	if err != nil {
-		panic(err)
+		panic(constructorPanic("NewAtomicScalable", initial, float64(p), err))
 	}
 	return s
 }
@@ -528,20 +537,20 @@ func (s *AtomicScalableFilter) first() *AtomicFilter { return (*s.stages.Load())
 // AddHash adds the key whose Hash is h.
 func (s *AtomicScalableFilter) AddHash(h uint64) { s.insert(h, true) }
 
-// TestAndAdd reports whether key may already be in the filter, and adds it
-// if not. When goroutines add the same new key at once, at least one of them
-// reports it as new, as AtomicFilter.TestAndAdd does.
-func (s *AtomicScalableFilter) TestAndAdd(key []byte) bool {
-	return s.TestAndAddHash(s.first().Hash(key))
+// TestOrAdd is ScalableFilter.TestOrAdd. When goroutines add the same new
+// key at once, at least one of them reports it as new, as
+// AtomicFilter.TestOrAdd does.
+func (s *AtomicScalableFilter) TestOrAdd(key []byte) bool {
+	return s.TestOrAddHash(s.first().Hash(key))
 }
 
-// TestAndAddString is TestAndAdd for a string key.
-func (s *AtomicScalableFilter) TestAndAddString(key string) bool {
-	return s.TestAndAddHash(s.first().HashString(key))
+// TestOrAddString is TestOrAdd for a string key.
+func (s *AtomicScalableFilter) TestOrAddString(key string) bool {
+	return s.TestOrAddHash(s.first().HashString(key))
 }
 
-// TestAndAddHash is TestAndAdd for the key whose Hash is h.
-func (s *AtomicScalableFilter) TestAndAddHash(h uint64) bool {
+// TestOrAddHash is TestOrAdd for the key whose Hash is h.
+func (s *AtomicScalableFilter) TestOrAddHash(h uint64) bool {
 	added, _ := s.insert(h, true)
 	return !added
 }
@@ -563,12 +572,24 @@ func (s *AtomicScalableFilter) TryAddHash(h uint64) (added bool, err error) {
 }
 
 func (s *AtomicScalableFilter) insert(h uint64, overfill bool) (bool, error) {
+	return s.insertFrom(h, overfill, -1)
+}
+
+// insertFrom is insert for AddBatch, with a key that stages[:older] did
+// not hold when it tested it: the key is no more there (the stages older
+// than the newest take no keys), so it tests only the stages from there up
+// to the newest, exclusive. The newest stage's own test-and-add then
+// finds a key that arrived meanwhile, and gives its place back, as for a
+// key two goroutines add at once. With older < 0 it is insert, which
+// tests every stage first so that adding a present key takes no place.
+func (s *AtomicScalableFilter) insertFrom(h uint64, overfill bool, older int) (bool, error) {
 	for {
 		stages := *s.stages.Load()
-		if testStages(stages, h) {
+		last := len(stages) - 1
+		if older < 0 && testStages(stages, h) || older >= 0 && testStages(stages[min(older, last):last], h) {
 			return false, nil
 		}
-		newest := stages[len(stages)-1]
+		newest := stages[last]
 		for {
 			n := newest.added.Load()
 			if n >= newest.f.capacity {
@@ -583,6 +604,9 @@ func (s *AtomicScalableFilter) insert(h uint64, overfill bool) (bool, error) {
 				}
 				return true, nil
 			}
+		}
+		if older >= 0 && newest.f.TestHash(h) {
+			return false, nil // a full stage grows only for a key it lacks
 		}
 		var err error
 		if e := s.err.Load(); e != nil {

@@ -31,3 +31,21 @@ func ExampleNewScalableWithConfig() {
 	// 3 21000 21000 40064
 	// true
 }
+
+func ExampleScalableFilter_TestOrAdd() {
+	// Deduplicate a stream of unknown length: TestOrAdd says whether a key
+	// was (probably) seen, and adds it only if not, so repeats take no room
+	// and the filter grows only for new keys.
+	seen := ohbloom.NewScalable(2, 0.001)
+	for _, event := range []string{"a", "b", "a", "c", "b", "d", "a"} {
+		if seen.TestOrAddString(event) {
+			fmt.Println("duplicate:", event)
+		}
+	}
+	fmt.Println(seen.Count(), "distinct keys in", seen.Stages(), "stages")
+	// Output:
+	// duplicate: a
+	// duplicate: b
+	// duplicate: a
+	// 4 distinct keys in 2 stages
+}

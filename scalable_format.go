@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"strings"
 
 	"github.com/ohbloom/ohbloom/internal/stream"
 	"github.com/zeebo/xxh3"
@@ -103,6 +104,19 @@ func writeStages(w io.Writer, c Config, s schedule, stages []*core, counts []uin
 	return written + int64(n), err
 }
 
+// stageError is an error in stage i of a scalable filter's encoding. It
+// says "ohbloom: " once, in front, as every decoder error does.
+type stageError struct {
+	i   int
+	err error
+}
+
+func (e *stageError) Error() string {
+	return fmt.Sprintf("ohbloom: stage %d: %s", e.i, strings.TrimPrefix(e.err.Error(), "ohbloom: "))
+}
+
+func (e *stageError) Unwrap() error { return e.err }
+
 // decodedStages is what readStages returns.
 type decodedStages struct {
 	config   Config
@@ -116,7 +130,12 @@ type decodedStages struct {
 // stage i, and the count of new keys in each. Version 1 recorded no
 // counts: every stage but the newest held its capacity when the next began,
 // and the newest's count is estimated from its bits.
-func readStages(r io.Reader) (decodedStages, int64, error) {
+func readStages(r io.Reader) (decodedStages, int64, error) { return scanStages(r, true) }
+
+// scanStages is readStages, and with keep false Inspect's reader: it
+// checks everything readStages checks, but the stages it returns have no
+// blocks.
+func scanStages(r io.Reader, keep bool) (decodedStages, int64, error) {
 	var d decodedStages
 	sum := xxh3.New()
 	in := &stream.Reader{R: hashingReader{r, sum}, Short: ErrTruncated}
@@ -154,11 +173,19 @@ func readStages(r io.Reader) (decodedStages, int64, error) {
 	}
 	c := Config{Capacity: h.capacity, FPR: h.targetFPR, Seed: h.seed, Growth: d.schedule.growth}
 	d.config = c
+	var newestSet uint64 // the set bits of the newest stage, when skimmed
 	for i := range int(h.nblocks) {
-		sh, blocks, n, err := readBlocks(in.R, kindBlocked)
+		var sh header
+		var blocks []block
+		var n int64
+		if keep {
+			sh, blocks, n, err = readBlocks(in.R, kindBlocked)
+		} else {
+			sh, newestSet, n, err = skimBlocks(in.R, kindBlocked)
+		}
 		in.N += n
 		if err != nil {
-			return d, in.N, fmt.Errorf("stage %d: %w", i, err)
+			return d, in.N, &stageError{i, err}
 		}
 		want, err := stageConfig(c, d.schedule, i)
 		if err != nil || sh.seed != c.Seed || sh.capacity != want.Capacity || sh.targetFPR != want.FPR {
@@ -187,7 +214,11 @@ func readStages(r io.Reader) (decodedStages, int64, error) {
 		case i < len(d.stages)-1:
 			d.counts[i] = d.stages[i].capacity
 		default:
-			d.counts[i] = bitTable.estimateCount(d.stages[i].popcount(), d.stages[i].nblocks, d.stages[i].k)
+			set := newestSet
+			if keep {
+				set = d.stages[i].popcount()
+			}
+			d.counts[i] = bitTable.estimateCount(set, d.stages[i].nblocks, d.stages[i].k)
 		}
 	}
 	return d, in.N, nil

@@ -22,7 +22,7 @@ import (
 type scalable interface {
 	Add([]byte)
 	Test([]byte) bool
-	TestAndAdd([]byte) bool
+	TestOrAdd([]byte) bool
 	TryAdd([]byte) (bool, error)
 	Stages() int
 	Count() uint64
@@ -166,7 +166,7 @@ func TestScalableGrowsOnlyPastCapacity(t *testing.T) {
 		}
 		// Keys it holds, or tests positive for, do not make it grow.
 		for _, k := range keys[:1000] {
-			if !s.TestAndAdd(k) {
+			if !s.TestOrAdd(k) {
 				t.Fatalf("%s: a key added before is new", kind.name)
 			}
 		}
@@ -400,7 +400,7 @@ func TestAtomicScalableConcurrent(t *testing.T) {
 		wg.Go(func() {
 			for i := range per {
 				k := fmt.Sprintf("%d/%d", w, i)
-				if !a.TestAndAddString(k) {
+				if !a.TestOrAddString(k) {
 					added.Add(1)
 				}
 				if !a.TestString(k) {

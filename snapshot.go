@@ -68,13 +68,13 @@ func SaveFile(path string, src io.WriterTo) (err error) {
 		if errors.As(err, &pe) {
 			err = pe.Err
 		}
-		return fmt.Errorf("ohbloom: save %s: %w", path, err)
+		return &fileError{"save", path, err}
 	}
 	defer func() {
 		if err != nil {
 			tmp.Close()
 			os.Remove(tmp.Name())
-			err = fmt.Errorf("ohbloom: save %s: %w", path, err)
+			err = &fileError{"save", path, err}
 		}
 	}()
 	w := bufio.NewWriterSize(tmp, 1<<20)
@@ -155,28 +155,12 @@ func createTemp(dir, prefix string) (*os.File, error) {
 }
 
 // Load reads a snapshot written by Save (or any encoded filter) into a new
-// Filter. The file is read once, decoded and checked in full; see Open to
-// serve a large snapshot from the file itself, without a copy in memory.
-func Load(path string) (*Filter, error) {
-	file, err := os.Open(path)
-	if err != nil {
-		return nil, fmt.Errorf("ohbloom: %w", err) // "open PATH: why"
-	}
-	defer file.Close()
-	st, err := file.Stat()
-	if err != nil {
-		return nil, fmt.Errorf("ohbloom: load %s: %w", path, err)
-	}
-	var f Filter
-	n, err := f.ReadFrom(&sizedReader{file, st.Size()})
-	if err != nil {
-		return nil, fmt.Errorf("ohbloom: load %s: %w", path, err)
-	}
-	if st.Size() != n {
-		return nil, fmt.Errorf("ohbloom: load %s: %w: %d bytes after the filter", path, ErrCorrupt, st.Size()-n)
-	}
-	return &f, nil
-}
+// Filter. The file is read once, decoded and checked in full, and must
+// hold exactly one filter; see Open to serve a large snapshot from the
+// file itself, without a copy in memory. A file of another kind of filter
+// is an error wrapping ErrUnknownKind that says which call reads it
+// (LoadCounting, LoadScalable).
+func Load(path string) (*Filter, error) { return loadAs(path, kindBlocked, new(Filter)) }
 
 // sizedReader reads a file of known size and says how much of it is left,
 // so that ReadFrom allocates the filter once, at its size (see remaining).
@@ -236,7 +220,9 @@ type Snapshot struct {
 // at the disk's speed from disk, and leaves its pages mapped for the Tests
 // that follow. A file that fails a check is an error wrapping one of
 // the package's sentinels: ErrChecksum for a changed byte, ErrTruncated for
-// a short file, and so on.
+// a short file, and so on. Only a Filter's (or AtomicFilter's) file is
+// mapped: the file of a counting or scalable filter is an error wrapping
+// ErrUnknownKind that says what it holds and which Load function reads it.
 //
 // The returned Snapshot maps the file: see the type's documentation for
 // what writing to the file in place does to it, and how to replace it
@@ -261,29 +247,32 @@ func open(path string, verify bool) (*Snapshot, error) {
 	var hdr [headerSize]byte
 	n, err := io.ReadFull(file, hdr[:])
 	if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) && !errors.Is(err, io.EOF) {
-		return nil, fmt.Errorf("ohbloom: open %s: %w", path, err)
+		return nil, &fileError{"open", path, err}
 	}
 	h, err := decodeHeader(hdr[:n])
-	if err == nil {
-		err = h.wantKind(kindBlocked)
+	if err == nil && h.kind != kindBlocked {
+		// Only a Filter's blocks are mapped: a counting filter exists to
+		// change and a scalable one to grow, and a scalable file's stages
+		// do not start 64-byte aligned.
+		err = &kindMismatch{got: h.kind, want: kindBlocked}
 	}
 	if err != nil {
-		return nil, fmt.Errorf("ohbloom: open %s: %w", path, err)
+		return nil, &fileError{"open", path, err}
 	}
 	st, err := file.Stat()
 	if err != nil {
-		return nil, fmt.Errorf("ohbloom: open %s: %w", path, err)
+		return nil, &fileError{"open", path, err}
 	}
 	if want := encodedSize(h.nblocks); uint64(st.Size()) != want {
 		kind := ErrCorrupt
 		if uint64(st.Size()) < want {
 			kind = ErrTruncated
 		}
-		return nil, fmt.Errorf("ohbloom: open %s: %w: %d bytes, the header announces %d", path, kind, st.Size(), want)
+		return nil, &fileError{"open", path, fmt.Errorf("%w: %d bytes, the header announces %d", kind, st.Size(), want)}
 	}
 	s := &Snapshot{core: h.core(), path: path}
 	if s.mapping, s.blocks, err = mapBlocks(file, h.nblocks); err != nil {
-		return nil, fmt.Errorf("ohbloom: open %s: %w", path, err)
+		return nil, &fileError{"open", path, err}
 	}
 	if s.blocks == nil {
 		// No mapping here: read the file the ordinary way, which checks
@@ -321,7 +310,7 @@ func (s *Snapshot) Verify() error {
 		return err
 	}
 	if sum != rec {
-		return fmt.Errorf("ohbloom: %s: %w: data hashes to %#x, recorded %#x", s.path, ErrChecksum, sum, rec)
+		return &fileError{"", s.path, fmt.Errorf("%w: data hashes to %#x, recorded %#x", ErrChecksum, sum, rec)}
 	}
 	return nil
 }
@@ -348,7 +337,7 @@ func (s *Snapshot) recoverFault(err *error) {
 		return
 	}
 	if f, ok := r.(interface{ Addr() uintptr }); ok && s.maps(f.Addr()) {
-		*err = fmt.Errorf("ohbloom: %s: %w: the file shrank under its mapping (truncated or copied over in place; replace a snapshot by rename)", s.path, ErrTruncated)
+		*err = &fileError{"", s.path, fmt.Errorf("%w: the file shrank under its mapping (truncated or copied over in place; replace a snapshot by rename)", ErrTruncated)}
 		return
 	}
 	panic(r)

@@ -137,6 +137,11 @@ func hasFlags(fs *flag.FlagSet) bool {
 
 // parse parses args; it returns an exit code and false when the command
 // should stop (help asked for, or a usage error).
+//
+// Flags go before the arguments: Go's flag package stops at the first
+// argument, so "ohbloom test a.ohb -q k" would test the key "-q". An
+// argument that looks like a flag is a usage error unless "--" ended the
+// flags: "ohbloom test -- a.ohb -k" tests the key "-k".
 func parse(fs *flag.FlagSet, args []string) (int, bool) {
 	// The flag package prints its errors bare and the help after them:
 	// here an error is one line in the command's terms, and only -h gets
@@ -151,6 +156,9 @@ func parse(fs *flag.FlagSet, args []string) (int, bool) {
 		help()
 		return ExitOK, false
 	}
+	if err == nil {
+		err = flagsLast(args, fs.Args())
+	}
 	if err != nil {
 		fmt.Fprintf(out, "ohbloom %s: %v\n", fs.Name(), err)
 		fmt.Fprintf(out, "Run \"ohbloom %s --help\" for usage.\n", fs.Name())
@@ -159,16 +167,30 @@ func parse(fs *flag.FlagSet, args []string) (int, bool) {
 	return 0, true
 }
 
+// flagsLast refuses an argument that looks like a flag among rest, the
+// arguments left after the flags of args, unless "--" ended the flags.
+func flagsLast(args, rest []string) error {
+	if first := len(args) - len(rest); first > 0 && args[first-1] == "--" {
+		return nil
+	}
+	for _, a := range rest {
+		if len(a) > 1 && a[0] == '-' {
+			return fmt.Errorf("%s after an argument: flags go first; to pass an argument that starts with -, put -- before the arguments", a)
+		}
+	}
+	return nil
+}
+
 // usageError reports a usage error in the command's terms.
 func usageError(e env, fs *flag.FlagSet, format string, a ...any) int {
-	fmt.Fprintf(e.stderr, "ohbloom %s: %s\n", fs.Name(), clean(fmt.Sprintf(format, a...)))
+	fmt.Fprintf(e.stderr, "ohbloom %s: %s\n", fs.Name(), fmt.Sprintf(format, a...))
 	fmt.Fprintf(e.stderr, "Run \"ohbloom %s --help\" for usage.\n", fs.Name())
 	return ExitUsage
 }
 
 // fail reports a failure.
 func fail(e env, name string, err error) int {
-	fmt.Fprintf(e.stderr, "ohbloom %s: %s\n", name, clean(err.Error()))
+	fmt.Fprintf(e.stderr, "ohbloom %s: %s\n", name, say(err))
 	return ExitFailure
 }
 
@@ -177,9 +199,16 @@ func warn(e env, name, format string, a ...any) {
 	fmt.Fprintf(e.stderr, "ohbloom %s: warning: %s\n", name, fmt.Sprintf(format, a...))
 }
 
-// clean drops the "ohbloom: " prefixes of the library's errors, which nest
-// as errors wrap errors: the command's own "ohbloom NAME: " says it once.
-func clean(msg string) string { return strings.ReplaceAll(msg, "ohbloom: ", "") }
+// say is err's message without the "ohbloom: " the library's errors
+// start with: the command's own "ohbloom NAME: " says it.
+func say(err error) string { return strings.TrimPrefix(err.Error(), "ohbloom: ") }
+
+// isSet reports whether the flag called name was given.
+func isSet(fs *flag.FlagSet, name string) bool {
+	set := false
+	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
+}
 
 // count is a flag holding a number of keys: an integer (1000000) or, the
 // same number in the form people write large counts in, 1e6. Anything that

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	_ "github.com/jackc/pgx/v5/stdlib"
 	"github.com/ohbloom/ohbloom"
 	"github.com/ohbloom/ohbloom/tools/loader"
 )
@@ -483,8 +484,9 @@ func TestBuildFromPostgres(t *testing.T) {
 	}
 	out := filepath.Join(t.TempDir(), "pg.ohb")
 	query := "SELECT 'pg' || g::text FROM generate_series(1, 20000) AS g"
-	if _, errOut, code := run(t, "", "build", "-o", out, "--postgres", url, "--query", query); code != 0 {
-		t.Fatalf("build --postgres: %d %s", code, errOut)
+	stdout, errOut, code := run(t, "", "build", "-o", out, "--postgres", url, "--query", query)
+	if code != 0 || !strings.Contains(stdout, "sized for 20000 at p=0.01 (counted)") {
+		t.Fatalf("build --postgres: %d %s %s", code, stdout, errOut)
 	}
 	if got, _, code := run(t, "", "test", out, "pg1", "pg20000"); code != 0 {
 		t.Fatalf("keys from PostgreSQL not found: %q", got)
@@ -492,5 +494,33 @@ func TestBuildFromPostgres(t *testing.T) {
 	f, _ := ohbloom.Load(out)
 	if f.Capacity() != 20000 {
 		t.Fatalf("sized for %d keys, the query returns 20000", f.Capacity())
+	}
+
+	// A plain scan of an analyzed table is sized from the planner's
+	// estimate, plus 2%, without counting. ANALYZE reads every page of a
+	// table this small, so the estimate is the count.
+	db, err := sql.Open("pgx", url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	const rows = 150_000
+	for _, q := range []string{"DROP TABLE IF EXISTS ohbloom_cli_users",
+		"CREATE TABLE ohbloom_cli_users (id text) WITH (autovacuum_enabled = false)",
+		fmt.Sprintf("INSERT INTO ohbloom_cli_users SELECT 'user:' || g FROM generate_series(1, %d) AS g", rows),
+		"INSERT INTO ohbloom_cli_users VALUES (NULL)",
+		"ANALYZE ohbloom_cli_users"} {
+		if _, err := db.Exec(q); err != nil {
+			t.Fatal(q, err)
+		}
+	}
+	stdout, errOut, code = run(t, "", "build", "-o", out, "--postgres", url, "--query", "SELECT id FROM ohbloom_cli_users")
+	want := fmt.Sprintf("wrote %s: %d keys", out, rows)
+	estimate := fmt.Sprintf("sized for %d at p=0.01 (PostgreSQL's estimate for public.ohbloom_cli_users, %d rows, +2%%)", rows+1+((rows+1)*2+99)/100, rows+1)
+	if code != 0 || !strings.HasPrefix(stdout, want) || !strings.Contains(stdout, estimate) || !strings.Contains(errOut, "1 rows had a NULL key and were skipped") {
+		t.Fatalf("build --postgres from a table: exit %d\n%s%s\nwant %q and %q", code, stdout, errOut, want, estimate)
+	}
+	if got, _, code := run(t, "", "test", out, "user:1", fmt.Sprint("user:", rows)); code != 0 {
+		t.Fatalf("keys from the table not found: %q", got)
 	}
 }

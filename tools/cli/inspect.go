@@ -186,7 +186,7 @@ func runMerge(e env, args []string) int {
 		err = acc.Union(s.ToFilter())
 		s.Close()
 		if err != nil { // incompatible: the library cannot know the path
-			return fail(e, "merge", fmt.Errorf("%s and %s: %w", fs.Arg(0), path, err))
+			return fail(e, "merge", fmt.Errorf("%s and %s: %s", fs.Arg(0), path, say(err)))
 		}
 	}
 	if err := acc.Save(*out); err != nil {

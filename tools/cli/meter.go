@@ -106,10 +106,13 @@ func (m *meter) line(elapsed time.Duration, last bool) string {
 		rate = float64(done) / s
 	}
 	if m.total > 0 {
-		fmt.Fprintf(&b, "%s of %s %s (%.0f%%), %s/s", thousands(done), thousands(m.total), m.unit,
-			100*float64(min(done, m.total))/float64(m.total), thousands(uint64(rate)))
+		fmt.Fprintf(&b, "%s of %s %s (%.0f%%)", thousands(done), thousands(m.total), m.unit,
+			100*float64(min(done, m.total))/float64(m.total))
 	} else {
-		fmt.Fprintf(&b, "%s %s, %s/s", thousands(done), m.unit, thousands(uint64(rate)))
+		fmt.Fprintf(&b, "%s %s", thousands(done), m.unit)
+	}
+	if done > 0 { // no rate of nothing
+		fmt.Fprintf(&b, ", %s/s", thousands(uint64(rate)))
 	}
 	switch {
 	case last:

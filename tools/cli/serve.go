@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"log/slog"
@@ -23,6 +24,16 @@ func runServe(e env, args []string) int {
 			"Redis client can use them, in RESP2 or RESP3 (HELLO 3), with MULTI/EXEC.\n"+
 			"Every change is logged to --dir (--appendonly, --appendfsync), filters are\n"+
 			"saved there on a schedule and on SIGTERM or SIGINT, and restored at start.\n"+
+			"--dir must exist: serve creates none. Logs go to stderr, one format.\n\n"+
+			"--load NAME=FILE serves a filter file (what build writes, or any filter\n"+
+			"file of ohbloom's) as key NAME: a Filter as a BF key that does not grow\n"+
+			"(it takes adds up to the capacity it was built for: build with -n above\n"+
+			"today's count to leave room), a ScalableFilter as a BF key that grows, a\n"+
+			"CountingFilter as a CF key. When --dir already holds NAME, the key is\n"+
+			"kept: it has the adds made since. On SIGHUP every --load file that\n"+
+			"changed since it was read (build renames a new file over it) replaces\n"+
+			"its key at once, without a restart; adds made to the key since that\n"+
+			"file's keys were read are not in it (docs/server.md).\n\n"+
 			"The password may also come from the environment variable\n"+
 			"OHBLOOM_REQUIREPASS, which keeps it out of ps.\n"+
 			"A configuration file in Redis's syntax (the first argument, or --config)\n"+
@@ -51,6 +62,8 @@ func runServe(e env, args []string) int {
 		// redis-server's form: the configuration file first, flags after.
 		*configFile, args = args[0], args[1:]
 	}
+	var loads loadFlags
+	fs.Var(&loads, "load", "serve the filter file FILE as key NAME: NAME=FILE, repeatable (see above)")
 	if code, ok := parse(fs, args); !ok {
 		return code
 	}
@@ -69,11 +82,6 @@ func runServe(e env, args []string) int {
 	if *saveEvery == 0 {
 		return usageError(e, fs, "--save-interval 0: give a positive interval, or a negative one to save only at shutdown")
 	}
-	level := slog.LevelInfo
-	if *verbose {
-		level = slog.LevelDebug
-	}
-	logger := slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: level}))
 	flagged := server.Config{Addr: *addr, DataDir: *dir, SaveInterval: *saveEvery, Password: *pass,
 		MaxFilterBytes: *maxFilter, MaxRequestBytes: *maxRequest, MaxBufferedBytes: *maxBuffered, MaxUnauthBufferedBytes: *maxUnauth, MaxClients: *maxClients, EventLoops: *loops,
 		DisableAppendLog: *appendOnly == "no", AppendFsync: *appendFsync, MaxUploadBytes: *maxUpload, MaxDumpBytes: *maxDump,
@@ -90,32 +98,75 @@ func runServe(e env, args []string) int {
 		}
 		overrideFlags(fs, &cfg, flagged)
 	}
+	// A missing directory is refused, as Redis refuses a missing dir: made
+	// here, a mistyped path would start an empty server that looks like
+	// lost data.
+	if cfg.DataDir != "" {
+		if st, err := os.Stat(cfg.DataDir); err != nil {
+			return fail(e, "serve", fmt.Errorf("--dir %s: %w (ohbloom serve creates no data directory: create it first)", cfg.DataDir, errors.Unwrap(err)))
+		} else if !st.IsDir() {
+			return fail(e, "serve", fmt.Errorf("--dir %s is not a directory", cfg.DataDir))
+		}
+	}
+	level := slog.LevelInfo
+	if *verbose {
+		level = slog.LevelDebug
+	}
+	// Every line from here on is the server's log, in one format.
+	logger := slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: level}))
+	failed := func(msg string, err error) int {
+		logger.Error(msg, "err", err)
+		return ExitFailure
+	}
 	cfg.Logger = logger
 	srv, err := server.New(cfg)
 	if err != nil {
-		return fail(e, "serve", err)
+		return failed("cannot start", err)
+	}
+	for i := range loads {
+		if err := loads[i].load(srv, logger, false); err != nil {
+			srv.Shutdown(context.Background())
+			return failed("cannot load a filter file", err)
+		}
 	}
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
-		return fail(e, "serve", err)
+		srv.Shutdown(context.Background())
+		return failed("cannot listen", err)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
-	fmt.Fprintf(e.stderr, "ohbloom serve: listening on %s\n", ln.Addr())
-	select {
-	case err := <-served:
-		return fail(e, "serve", err)
-	case <-ctx.Done():
+	logger.Info("listening", "addr", ln.Addr().String())
+	for done := false; !done; {
+		select {
+		case err := <-served:
+			return failed("serving", err)
+		case <-hup:
+			reload(srv, logger, loads)
+		case <-ctx.Done():
+			done = true
+		}
 	}
-	fmt.Fprintln(e.stderr, "ohbloom serve: shutting down, saving filters")
+	if cfg.DataDir != "" {
+		logger.Info("shutting down, saving filters")
+	} else {
+		logger.Info("shutting down; no --dir, so nothing is saved")
+	}
 	shutdown, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	if err := srv.Shutdown(shutdown); err != nil {
-		return fail(e, "serve", err)
+		return failed("shutdown", err)
 	}
-	fmt.Fprintln(e.stderr, "ohbloom serve: saved, bye")
+	if cfg.DataDir != "" {
+		logger.Info("saved, bye", "dir", cfg.DataDir)
+	} else {
+		logger.Info("bye")
+	}
 	return ExitOK
 }
 
@@ -158,4 +209,86 @@ func overrideFlags(fs *flag.FlagSet, c *server.Config, flagged server.Config) {
 			c.ACLFile = flagged.ACLFile
 		}
 	})
+}
+
+// fileLoad is one --load NAME=FILE, and the file as it was last read (or,
+// when the key was kept at start, seen).
+type fileLoad struct {
+	name, path string
+	seen       os.FileInfo
+}
+
+type loadFlags []fileLoad
+
+func (l *loadFlags) String() string { return "" }
+
+func (l *loadFlags) Set(v string) error {
+	name, path, ok := strings.Cut(v, "=")
+	if !ok || name == "" || path == "" {
+		return errors.New("want NAME=FILE, such as users=users.ohb")
+	}
+	for _, x := range *l {
+		if x.name == name {
+			return fmt.Errorf("key %q is loaded twice", name)
+		}
+	}
+	*l = append(*l, fileLoad{name: name, path: path})
+	return nil
+}
+
+// load serves the file as its key; replace says whether to replace a key
+// that exists.
+func (l *fileLoad) load(srv *server.Server, logger *slog.Logger, replace bool) error {
+	seen, err := os.Stat(l.path)
+	if err != nil {
+		return err
+	}
+	got, err := srv.LoadFile(l.name, l.path, replace)
+	if err != nil {
+		return err
+	}
+	l.seen = seen
+	switch {
+	case !got.Loaded:
+		logger.Info("kept the key the data directory holds; send SIGHUP once the file changes to load it over the key",
+			"key", l.name, "file", l.path)
+	case got.Replaced:
+		logger.Info("replaced the key with the file's filter", "key", l.name, "file", l.path, "type", got.Type, "filter", got.Filter, "bytes", got.Bytes)
+	default:
+		logger.Info("loaded", "key", l.name, "file", l.path, "type", got.Type, "filter", got.Filter, "bytes", got.Bytes)
+	}
+	return nil
+}
+
+// reload, on SIGHUP, loads each --load file that changed since it was
+// last read (another file renamed over it, as build writes, or written
+// in place), replacing its key, and each whose key is gone. A file that
+// fails to load leaves its key as it was.
+func reload(srv *server.Server, logger *slog.Logger, loads loadFlags) {
+	if len(loads) == 0 {
+		logger.Info("SIGHUP: no --load files to reload")
+		return
+	}
+	for i := range loads {
+		l := &loads[i]
+		now, err := os.Stat(l.path)
+		if err != nil {
+			logger.Error("SIGHUP: the key keeps its filter", "key", l.name, "file", l.path, "err", err)
+			continue
+		}
+		changed := l.seen == nil || !os.SameFile(now, l.seen) || now.Size() != l.seen.Size() || !now.ModTime().Equal(l.seen.ModTime())
+		if !changed {
+			if got, err := srv.LoadFile(l.name, l.path, false); err != nil {
+				logger.Error("SIGHUP: cannot load the file", "key", l.name, "file", l.path, "err", err)
+			} else if got.Loaded {
+				logger.Info("SIGHUP: loaded the file, whose key was gone", "key", l.name, "file", l.path)
+			} else {
+				logger.Info("SIGHUP: the file is unchanged; the key keeps its filter", "key", l.name, "file", l.path)
+			}
+			continue
+		}
+		if err := l.load(srv, logger, true); err != nil {
+			logger.Error("SIGHUP: the key keeps its filter", "key", l.name, "file", l.path, "err", err)
+		}
+	}
 }

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"os/exec"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -13,8 +14,9 @@ import (
 )
 
 // startServe runs "ohbloom serve" on a free loopback port and returns the
-// process and its address, read from its first line.
-func startServe(t *testing.T, args ...string) (*exec.Cmd, string, *bufio.Scanner) {
+// process, its address, read from its "listening" log line, and the rest
+// of its log. Every line before that one must be a log line too.
+func startServe(t *testing.T, args ...string) (*exec.Cmd, string, *logLines) {
 	t.Helper()
 	cmd := exec.Command(binary, append([]string{"serve", "--addr", "127.0.0.1:0"}, args...)...)
 	stderr, _ := cmd.StderrPipe()
@@ -22,15 +24,58 @@ func startServe(t *testing.T, args ...string) (*exec.Cmd, string, *bufio.Scanner
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	lines := bufio.NewScanner(stderr)
-	if !lines.Scan() {
-		t.Fatal("serve printed nothing")
-	}
-	addr, ok := strings.CutPrefix(lines.Text(), "ohbloom serve: listening on ")
-	if !ok {
-		t.Fatalf("serve's first line: %q", lines.Text())
-	}
+	// Not a synchronisation but a bound: a test waiting for a line that
+	// never comes fails then instead of hanging until the test timeout.
+	bound := time.AfterFunc(3*time.Minute, func() { cmd.Process.Kill() })
+	t.Cleanup(func() { bound.Stop() })
+	lines := &logLines{t: t, sc: bufio.NewScanner(stderr)}
+	line := lines.waitFor("msg=listening")
+	_, addr, _ := strings.Cut(line, "addr=")
 	return cmd, addr, lines
+}
+
+// logLines reads a server's log, checking that every line is one of
+// slog's text lines.
+type logLines struct {
+	t   *testing.T
+	sc  *bufio.Scanner
+	all strings.Builder
+}
+
+var logLine = regexp.MustCompile(`^time=\S+ level=(DEBUG|INFO|WARN|ERROR) msg=`)
+
+// next returns the next line, or false at the end of the log.
+func (l *logLines) next() (string, bool) {
+	if !l.sc.Scan() {
+		return "", false
+	}
+	line := l.sc.Text()
+	l.all.WriteString(line + "\n")
+	if !logLine.MatchString(line) {
+		l.t.Errorf("a line of serve's stderr is not a log line: %q", line)
+	}
+	return line, true
+}
+
+// waitFor reads lines until one holds want, and returns it.
+func (l *logLines) waitFor(want string) string {
+	l.t.Helper()
+	for {
+		line, ok := l.next()
+		if !ok {
+			l.t.Fatalf("serve's log ended without %q:\n%s", want, l.all.String())
+		}
+		if strings.Contains(line, want) {
+			return line
+		}
+	}
+}
+
+// rest reads the log to its end.
+func (l *logLines) rest() string {
+	for _, ok := l.next(); ok; _, ok = l.next() {
+	}
+	return l.all.String()
 }
 
 // SIGTERM saves every filter and exits 0; a new server on the same
@@ -47,23 +92,21 @@ func TestServeSavesOnSIGTERM(t *testing.T) {
 	rdb.Close()
 	cmd.Process.Signal(syscall.SIGTERM)
 	done := make(chan error, 1)
-	var said strings.Builder
+	var said string
 	go func() {
-		for lines.Scan() { // until serve exits and its stderr closes
-			said.WriteString(lines.Text() + "\n")
-		}
+		said = lines.rest() // until serve exits and its stderr closes
 		done <- cmd.Wait()
 	}()
 	select {
 	case err := <-done:
 		if err != nil {
-			t.Fatalf("serve exited with %v: %s", err, said.String())
+			t.Fatalf("serve exited with %v: %s", err, said)
 		}
 	case <-time.After(30 * time.Second):
 		t.Fatal("serve did not exit on SIGTERM")
 	}
-	if !strings.Contains(said.String(), "saved, bye") {
-		t.Fatalf("serve said %q", said.String())
+	if !strings.Contains(said, "saving filters") || !strings.Contains(said, "msg=\"saved, bye\"") {
+		t.Fatalf("serve said %q", said)
 	}
 
 	_, addr, _ = startServe(t, "--dir", dir, "--requirepass", "pw")

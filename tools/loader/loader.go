@@ -8,6 +8,14 @@
 // that arrive just before. Both run at once here, on an AtomicFilter: a key
 // is never lost, whatever the interleaving, because nothing ever clears a
 // bit and every Add is atomic.
+//
+// PostgreSQL is read through pgx itself, from a pgx connection or pool
+// (Loader.PG) or from a database/sql DB whose driver is pgx's: each key is
+// hashed where the connection's read buffer holds it, with nothing
+// allocated or copied per row. Other databases (SQLite, say) are read
+// through database/sql. Keys are added on the goroutine that reads them:
+// the database sets the pace, and a core the load does not take is one
+// the database can use. docs/operations.md has the measurements.
 package loader
 
 import (
@@ -19,6 +27,9 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
+	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/ohbloom/ohbloom"
 )
 
@@ -33,18 +44,33 @@ type Progress struct {
 
 // Stats describes a finished load.
 type Stats struct {
-	Rows     uint64        // rows loaded from the query
+	Rows     uint64        // keys loaded from the query
+	Nulls    uint64        // rows skipped because their key was NULL
 	Streamed uint64        // keys applied from the stream by the time of readiness
 	Duration time.Duration // from the start of Run to readiness
+}
+
+// Querier is a PostgreSQL connection of pgx's: *pgx.Conn, *pgxpool.Pool,
+// *pgxpool.Conn and pgx.Tx all are one.
+type Querier interface {
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
 }
 
 // Loader loads the keys a query returns into Filter. Set the fields, then
 // call Run once; Add and Apply may be used before, during and after Run.
 type Loader struct {
 	Filter *ohbloom.AtomicFilter
-	DB     *sql.DB
-	// Query returns the keys, one per row, in its first column (text or
-	// bytes). Rows are streamed, never held in memory together.
+	// DB is the database to read. When its driver is pgx's
+	// (github.com/jackc/pgx/v5/stdlib, "pgx"), the rows are read through
+	// pgx on one of its connections, as with PG.
+	DB *sql.DB
+	// PG, used instead of DB when set, is a PostgreSQL connection or pool.
+	PG Querier
+	// Query returns the keys, one per row, in its first column; further
+	// columns are read and dropped. From PostgreSQL a key is the column's
+	// text form (as psql shows it), or a bytea's bytes; from other
+	// databases, the bytes database/sql gives for it. Rows are streamed,
+	// never held in memory together.
 	Query string
 	// CountQuery, optional, returns the number of rows Query will return,
 	// for the progress reports' ETA.
@@ -53,6 +79,12 @@ type Loader struct {
 	// during the load, from another goroutine.
 	OnProgress    func(Progress)
 	ProgressEvery time.Duration
+	// MaxMemory bounds what a load allocates beside the filter, in bytes.
+	// A load of at least as many rows as the filter has blocks builds in
+	// one private copy of the filter, ORed into it at the end (adder.go);
+	// a MaxMemory below the filter's size (not 0, which means no bound)
+	// makes it add to the filter itself, with atomic adds, slower.
+	MaxMemory uint64
 
 	streamed atomic.Uint64
 	mu       sync.Mutex
@@ -129,62 +161,30 @@ func (l *Loader) Ready() <-chan struct{} {
 // ErrNoKeyColumn is returned when Query returns no column.
 var ErrNoKeyColumn = errors.New("loader: the query returns no column")
 
-// Run loads every row of Query into the filter (on all cores, with
-// AtomicFilter.AddSeq), waits for the streams registered with Apply to
-// drain, closes Ready and returns. On error the filter keeps what was
-// loaded, and Ready stays open.
+// Run loads every row of Query into the filter, waits for the streams
+// registered with Apply to drain, closes Ready and returns. The rows'
+// keys are added as they are read, on the reading goroutine, in a private
+// copy of the filter that is ORed into it at the end (see adder.go and
+// MaxMemory): Test may not find them before Run returns, while the
+// stream's keys are in the filter as soon as Add returns. A row whose key is NULL is
+// no key: it is skipped and counted in Stats.Nulls. On error the filter
+// keeps what was loaded, and Ready stays open.
 func (l *Loader) Run(ctx context.Context) (Stats, error) {
 	l.init()
 	start := time.Now()
 	var total uint64
 	if l.CountQuery != "" {
-		if err := l.DB.QueryRowContext(ctx, l.CountQuery).Scan(&total); err != nil {
+		var err error
+		if total, err = l.queryCount(ctx, l.CountQuery); err != nil {
 			return Stats{}, fmt.Errorf("loader: count query: %w", err)
 		}
 	}
-	rows, err := l.DB.QueryContext(ctx, l.Query)
-	if err != nil {
-		return Stats{}, fmt.Errorf("loader: query: %w", err)
-	}
-	defer rows.Close()
-	cols, err := rows.Columns()
-	if err != nil {
-		return Stats{}, fmt.Errorf("loader: query: %w", err)
-	}
-	if len(cols) == 0 {
-		return Stats{}, ErrNoKeyColumn
-	}
-
 	var loaded atomic.Uint64
 	stopProgress := l.reportProgress(start, total, &loaded)
-	// Extra columns are scanned and dropped, so that a query may return a
-	// key and something else.
-	dest := make([]any, len(cols))
-	var key sql.RawBytes
-	dest[0] = &key
-	for i := 1; i < len(dest); i++ {
-		dest[i] = new(sql.RawBytes)
-	}
-	var scanErr error
-	l.Filter.AddSeq(func(yield func([]byte) bool) {
-		for rows.Next() {
-			if scanErr = rows.Scan(dest...); scanErr != nil {
-				return
-			}
-			// RawBytes is reused by the next Scan; AddSeq hashes the key
-			// before it asks for the next one.
-			if !yield(key) {
-				return
-			}
-			loaded.Add(1)
-		}
-	})
+	st, err := l.load(ctx, &loaded)
 	stopProgress()
-	if scanErr != nil {
-		return Stats{Rows: loaded.Load()}, fmt.Errorf("loader: scan: %w", scanErr)
-	}
-	if err := rows.Err(); err != nil {
-		return Stats{Rows: loaded.Load()}, fmt.Errorf("loader: rows: %w", err)
+	if err != nil {
+		return st, err
 	}
 
 	// Readiness: drain every stream registered so far.
@@ -198,14 +198,179 @@ func (l *Loader) Run(ctx context.Context) (Stats, error) {
 			select {
 			case <-done:
 			case <-ctx.Done():
-				return Stats{Rows: loaded.Load()}, ctx.Err()
+				return st, ctx.Err()
 			}
 		case <-ctx.Done():
-			return Stats{Rows: loaded.Load()}, ctx.Err()
+			return st, ctx.Err()
 		}
 	}
 	close(l.ready)
-	return Stats{Rows: loaded.Load(), Streamed: l.streamed.Load(), Duration: time.Since(start)}, nil
+	st.Streamed = l.streamed.Load()
+	st.Duration = time.Since(start)
+	return st, nil
+}
+
+// progressEvery is how many rows a load reads between two updates of the
+// count the progress reports read: an atomic store a row would be a
+// shared line written 10^7 times a second for a reader that looks five
+// times a second.
+const progressEvery = 1024
+
+// load reads the rows and adds their keys, through pgx when it can.
+func (l *Loader) load(ctx context.Context, loaded *atomic.Uint64) (Stats, error) {
+	switch {
+	case l.PG != nil:
+		return l.loadPG(ctx, l.PG, loaded)
+	case l.DB == nil:
+		return Stats{}, errors.New("loader: neither DB nor PG is set")
+	case isPgx(l.DB):
+		var st Stats
+		err := withPgx(ctx, l.DB, func(c *pgx.Conn) error {
+			var err error
+			st, err = l.loadPG(ctx, c, loaded)
+			return err
+		})
+		return st, err
+	}
+	return l.loadSQL(ctx, loaded)
+}
+
+// loadPG reads the rows with pgx: RawValues hands over each key where the
+// connection's read buffer holds it, valid until the next row, and it is
+// hashed there (adder.go). Nothing is allocated or copied per row.
+func (l *Loader) loadPG(ctx context.Context, q Querier, loaded *atomic.Uint64) (Stats, error) {
+	rows, err := q.Query(ctx, l.Query, keyFormats)
+	if err != nil {
+		return Stats{}, fmt.Errorf("loader: query: %w", err)
+	}
+	defer rows.Close()
+	if len(rows.FieldDescriptions()) == 0 {
+		return Stats{}, ErrNoKeyColumn
+	}
+	var st Stats
+	a := newKeyAdder(l.Filter, l.MaxMemory)
+	for rows.Next() {
+		key := rows.RawValues()[0]
+		if key == nil {
+			st.Nulls++
+			continue
+		}
+		a.add(key)
+		if st.Rows++; st.Rows%progressEvery == 0 {
+			loaded.Store(st.Rows)
+		}
+	}
+	a.finish()
+	loaded.Store(st.Rows)
+	if err := rows.Err(); err != nil {
+		return st, fmt.Errorf("loader: rows: %w", err)
+	}
+	return st, nil
+}
+
+// keyFormats asks PostgreSQL for every column in its text form, as psql
+// shows it, except bytea, whose key is its bytes as stored: the keys are
+// what a person would type to test them, whatever the column's type. (In
+// pgx's simple protocol mode, which ignores it, bytea comes as text too.)
+var keyFormats = pgx.QueryResultFormatsByOID{pgtype.ByteaOID: pgx.BinaryFormatCode}
+
+// loadSQL reads the rows through database/sql, for other drivers than
+// pgx (SQLite, say).
+func (l *Loader) loadSQL(ctx context.Context, loaded *atomic.Uint64) (Stats, error) {
+	rows, err := l.DB.QueryContext(ctx, l.Query)
+	if err != nil {
+		return Stats{}, fmt.Errorf("loader: query: %w", err)
+	}
+	defer rows.Close()
+	cols, err := rows.Columns()
+	if err != nil {
+		return Stats{}, fmt.Errorf("loader: query: %w", err)
+	}
+	if len(cols) == 0 {
+		return Stats{}, ErrNoKeyColumn
+	}
+	// Extra columns are scanned and dropped, so that a query may return a
+	// key and something else.
+	dest := make([]any, len(cols))
+	var key sql.RawBytes
+	dest[0] = &key
+	for i := 1; i < len(dest); i++ {
+		dest[i] = new(sql.RawBytes)
+	}
+	var st Stats
+	var scanErr error
+	a := newKeyAdder(l.Filter, l.MaxMemory)
+	for rows.Next() {
+		if scanErr = rows.Scan(dest...); scanErr != nil {
+			break
+		}
+		if key == nil {
+			st.Nulls++
+			continue
+		}
+		a.add(key) // RawBytes is reused by the next Scan; add is done with it
+		if st.Rows++; st.Rows%progressEvery == 0 {
+			loaded.Store(st.Rows)
+		}
+	}
+	a.finish()
+	loaded.Store(st.Rows)
+	if scanErr != nil {
+		return st, fmt.Errorf("loader: scan: %w", scanErr)
+	}
+	if err := rows.Err(); err != nil {
+		return st, fmt.Errorf("loader: rows: %w", err)
+	}
+	return st, nil
+}
+
+// isPgx reports whether db's driver is pgx's database/sql driver.
+func isPgx(db *sql.DB) bool {
+	_, ok := db.Driver().(*stdlib.Driver)
+	return ok
+}
+
+// withPgx runs fn on the pgx connection under one of db's connections,
+// which it holds meanwhile.
+func withPgx(ctx context.Context, db *sql.DB, fn func(*pgx.Conn) error) error {
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		return fmt.Errorf("loader: %w", err)
+	}
+	defer conn.Close()
+	return conn.Raw(func(dc any) error {
+		c, ok := dc.(*stdlib.Conn)
+		if !ok {
+			return fmt.Errorf("loader: a pgx database whose connection is a %T", dc)
+		}
+		return fn(c.Conn())
+	})
+}
+
+// queryCount runs a query that returns one number.
+func (l *Loader) queryCount(ctx context.Context, query string) (uint64, error) {
+	var n uint64
+	switch {
+	case l.PG != nil:
+		return n, scanOne(ctx, l.PG, query, nil, &n)
+	case l.DB == nil:
+		return 0, errors.New("neither DB nor PG is set")
+	case isPgx(l.DB):
+		return n, withPgx(ctx, l.DB, func(c *pgx.Conn) error { return scanOne(ctx, c, query, nil, &n) })
+	}
+	return n, l.DB.QueryRowContext(ctx, query).Scan(&n)
+}
+
+// scanOne scans the one row of query, with args, into dest.
+func scanOne(ctx context.Context, q Querier, query string, args []any, dest ...any) error {
+	rows, err := q.Query(ctx, query, args...)
+	if err != nil {
+		return err
+	}
+	_, err = pgx.CollectExactlyOneRow(rows, func(r pgx.CollectableRow) (struct{}, error) {
+		return struct{}{}, r.Scan(dest...)
+	})
+	return err
 }
 
 // reportProgress calls OnProgress every ProgressEvery until the returned

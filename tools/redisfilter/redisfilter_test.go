@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"os"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -15,18 +14,12 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// redisClient connects to the redis-server .ci/run starts, on a database of
-// its own cleared for the test. Outside CI, without OHBLOOM_REDIS_ADDR, the
-// test is skipped; in CI its absence is a failure.
+// redisClient connects to the redis-server .ci/run starts, or to one the
+// tests start themselves (redis_local_test.go), on a database of its own
+// cleared for the test.
 func redisClient(t testing.TB) *redis.Client {
 	t.Helper()
-	addr := os.Getenv("OHBLOOM_REDIS_ADDR")
-	if addr == "" {
-		if os.Getenv("CI") != "" {
-			t.Fatal("CI must set OHBLOOM_REDIS_ADDR (.ci/run starts redis-server)")
-		}
-		t.Skip("OHBLOOM_REDIS_ADDR is not set")
-	}
+	addr := redisAddr(t)
 	rdb := redis.NewClient(&redis.Options{Addr: addr, DB: 3,
 		// Deadlines that hold (see the package doc); generous, since the
 		// machine may be loaded, but bounded, so that no test hangs.
@@ -230,13 +223,7 @@ func TestRedisUnreachable(t *testing.T) {
 // On a three-node Redis Cluster every command touches one key, the shards
 // spread over the nodes, and the filter answers as a local one.
 func TestOnRedisCluster(t *testing.T) {
-	addrs := os.Getenv("OHBLOOM_REDIS_CLUSTER")
-	if addrs == "" {
-		if os.Getenv("CI") != "" {
-			t.Fatal("CI must set OHBLOOM_REDIS_CLUSTER (.ci/run starts a Redis Cluster)")
-		}
-		t.Skip("OHBLOOM_REDIS_CLUSTER is not set")
-	}
+	addrs := clusterAddr(t)
 	ctx := context.Background()
 	cc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: strings.Split(addrs, ","),
 		ContextTimeoutEnabled: true, ReadTimeout: 30 * time.Second, WriteTimeout: 30 * time.Second, MaxRetries: 1})

@@ -478,7 +478,7 @@ func (e *entry) addHashReplay(h uint64) bool {
 	if e.kind == kindFixed {
 		return e.fixed.TestAndAddHash(h)
 	}
-	return e.scalable.TestAndAddHash(h)
+	return e.scalable.TestOrAddHash(h)
 }
 
 // build makes the filter of a create record, refusing what the command

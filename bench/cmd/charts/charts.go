@@ -507,20 +507,25 @@ func (n nominalTicks) Ticks(min, max float64) []plot.Tick {
 // A server row of server.csv, as the charts group it.
 type serverGroup struct{ caseName, pipeline string }
 
-// serverCPUChart: commands per CPU second of each server, grouped by case.
+// serverCPUChart: ohbloom serve's CPU per command as a share of
+// redis-server's, paired by round: for each command and pipeline depth,
+// the median of the rounds' ratios (the statistic of the table in
+// docs/benchmarks.md, which bench/serve_bench.sh prints), with each
+// round's ratio drawn as a dot so that the spread shows.
 func serverCPUChart(data string) ([]byte, error) {
-	t, err := readTable(filepath.Join(data, "server.csv"), "case", "server", "command", "pipeline", "cpu_us_per_cmd")
+	t, err := readTable(filepath.Join(data, "server.csv"), "case", "server", "command", "pipeline", "round", "cpu_us_per_cmd")
 	if err != nil {
 		return nil, err
 	}
 	var groups []serverGroup
 	commands := map[serverGroup]map[string]string{}
-	samples := map[serverGroup]map[string][]float64{}
+	cpu := map[serverGroup]map[string]map[string]float64{} // group -> round -> server -> µs
+	var rounds = map[serverGroup][]string{}
 	for i := range t.rows {
 		g := serverGroup{t.str(i, "case"), t.str(i, "pipeline")}
-		if _, ok := samples[g]; !ok {
+		if _, ok := cpu[g]; !ok {
 			groups = append(groups, g)
-			samples[g] = map[string][]float64{}
+			cpu[g] = map[string]map[string]float64{}
 			commands[g] = map[string]string{}
 		}
 		us, err := t.num(i, "cpu_us_per_cmd")
@@ -530,55 +535,72 @@ func serverCPUChart(data string) ([]byte, error) {
 		if err := mustPositive(fmt.Sprintf("%s row %d: cpu_us_per_cmd", t.name, i+2), us); err != nil {
 			return nil, err
 		}
+		round := t.str(i, "round")
+		if _, ok := cpu[g][round]; !ok {
+			cpu[g][round] = map[string]float64{}
+			rounds[g] = append(rounds[g], round)
+		}
 		server := t.str(i, "server")
-		samples[g][server] = append(samples[g][server], us)
+		cpu[g][round][server] = us
 		commands[g][server] = t.str(i, "command")
 	}
-	servers := []struct {
-		name, label string
-		color       color.Color
-	}{
-		{"ohbloom", "ohbloom serve (BF.ADD, BF.EXISTS)", ohbloomColor},
-		{"redis", "redis-server (SADD, SISMEMBER on a set)", redisColor},
-	}
-	p := newPlot("Server CPU per command: commands per CPU second of the server",
-		"", "commands per CPU second", append([]string{"median of the rounds; 50 clients, random keys"}, t.notes...)...)
-	p.Legend.Top = true
-	const barWidth = 34
+	p := newPlot("Server CPU per command: ohbloom serve ÷ redis-server",
+		"", "CPU per command, ÷ redis-server's", append([]string{
+			"bars: median of the rounds' ratios (the table's statistic); dots: each round",
+			"ohbloom BF.ADD/BF.EXISTS against redis-server SADD/SISMEMBER, 50 clients"}, t.notes...)...)
+	const barWidth = 44
+	values := make(plotter.Values, len(groups))
+	var ends, dots plotter.XYs
+	var texts []string
 	var top float64
-	for si, s := range servers {
-		values := make(plotter.Values, len(groups))
-		var ends plotter.XYs
-		var texts []string
-		for gi, g := range groups {
-			if len(samples[g][s.name]) == 0 {
-				return nil, fmt.Errorf("%s: no %s rows for case %s, pipeline %s", t.name, s.name, g.caseName, g.pipeline)
+	for gi, g := range groups {
+		var ratios []float64
+		for _, r := range rounds[g] {
+			o, okO := cpu[g][r]["ohbloom"]
+			x, okR := cpu[g][r]["redis"]
+			switch {
+			case !okO:
+				return nil, fmt.Errorf("%s: round %s of case %s, pipeline %s has no ohbloom row", t.name, r, g.caseName, g.pipeline)
+			case !okR:
+				return nil, fmt.Errorf("%s: round %s of case %s, pipeline %s has no redis row", t.name, r, g.caseName, g.pipeline)
 			}
-			values[gi] = 1e6 / median(samples[g][s.name]) // µs per command -> commands per second
-			top = max(top, values[gi])
-			ends = append(ends, plotter.XY{X: float64(gi) + float64(si*2-1)*0.17, Y: values[gi]})
-			texts = append(texts, formatThousands(values[gi]))
+			ratios = append(ratios, o/x)
+			dots = append(dots, plotter.XY{X: float64(gi), Y: o / x})
+			top = max(top, o/x)
 		}
-		bar, err := plotter.NewBarChart(values, vg.Points(barWidth))
-		if err != nil {
-			return nil, err
-		}
-		bar.Color, bar.Offset = s.color, vg.Points(float64(si*2-1)*barWidth/2)
-		bar.LineStyle.Width = 0
-		p.Add(bar)
-		p.Legend.Add(s.label, bar)
-		l, err := valueLabels(ends, texts, false)
-		if err != nil {
-			return nil, err
-		}
-		// The labels sit over their bars through the bar offsets, not
-		// through X, so that they share the bars' nominal positions.
-		for i := range l.XYs {
-			l.XYs[i].X = float64(i)
-		}
-		l.Offset.X = vg.Points(float64(si*2-1) * barWidth / 2)
-		p.Add(l)
+		values[gi] = median(ratios)
+		ends = append(ends, plotter.XY{X: float64(gi), Y: values[gi]})
+		texts = append(texts, fmt.Sprintf("%.2f×", values[gi]))
 	}
+	bar, err := plotter.NewBarChart(values, vg.Points(barWidth))
+	if err != nil {
+		return nil, err
+	}
+	bar.Color, bar.LineStyle.Width = ohbloomColor, 0
+	p.Add(bar)
+	rounds1, err := plotter.NewScatter(dots)
+	if err != nil {
+		return nil, err
+	}
+	rounds1.Color, rounds1.Shape, rounds1.Radius = theoryColor, draw.CircleGlyph{}, vg.Points(2.2)
+	p.Add(rounds1)
+	// The labels go to the right of the bars, clear of the dots.
+	l, err := valueLabels(ends, texts, true)
+	if err != nil {
+		return nil, err
+	}
+	l.Offset.X = vg.Points(barWidth/2 + 3)
+	p.Add(l)
+	same, err := plotter.NewLine(plotter.XYs{{X: -0.6, Y: 1}, {X: float64(len(groups)) - 0.4, Y: 1}})
+	if err != nil {
+		return nil, err
+	}
+	same.Color, same.Width, same.Dashes = redisColor, vg.Points(1.2), dashed
+	p.Add(same)
+	p.Legend.Add("ohbloom serve, median", bar)
+	p.Legend.Add("one round", rounds1)
+	p.Legend.Add("redis-server = 1", same)
+	p.Legend.Top, p.Legend.Left = true, true
 	names := make([]string, len(groups))
 	for i, g := range groups {
 		pipe := "no pipelining"
@@ -589,8 +611,7 @@ func serverCPUChart(data string) ([]byte, error) {
 	}
 	p.NominalX(names...)
 	p.X.Min, p.X.Max = -0.6, float64(len(groups))-0.4
-	p.Y.Min, p.Y.Max = 0, top*1.3
-	p.Y.Tick.Marker = thousandsTicks{}
+	p.Y.Min, p.Y.Max = 0, max(top, 1)*1.35
 	return svg(p, chartWidth, chartHeight)
 }
 
@@ -610,7 +631,9 @@ func (thousandsTicks) Ticks(min, max float64) []plot.Tick {
 
 // serverMemoryChart: memory per filter, ohbloom serve against RedisBloom,
 // as bits per item, with the bytes and the measured rate written on the
-// bars.
+// bars. RedisBloom's rows are drawn by where they come from (the source
+// column): its published figures and its sizing formula are not drawn as
+// if they were measured here.
 func serverMemoryChart(data string) ([]byte, error) {
 	t, err := readTable(filepath.Join(data, "server-memory.csv"), "server", "capacity", "error_rate", "items", "bytes")
 	if err != nil {
@@ -618,8 +641,9 @@ func serverMemoryChart(data string) ([]byte, error) {
 	}
 	type group struct{ capacity, rate, items float64 }
 	type measure struct {
-		bytes float64
-		fpr   string // "" when not measured
+		bytes  float64
+		fpr    string // "" when not measured
+		source string // "measured", "published" or "formula"
 	}
 	var groups []group
 	measures := map[group]map[string]measure{}
@@ -644,67 +668,109 @@ func serverMemoryChart(data string) ([]byte, error) {
 			}
 			m.fpr = formatPercent(v)
 		}
+		switch src := strings.ToLower(t.str(i, "source")); {
+		case strings.HasPrefix(src, "published"):
+			m.source = "published"
+		case strings.Contains(src, "formula"):
+			m.source = "formula"
+		default:
+			m.source = "measured"
+		}
 		if _, ok := measures[g]; !ok {
 			groups = append(groups, g)
 			measures[g] = map[string]measure{}
 		}
 		measures[g][t.str(i, "server")] = m
 	}
+	type style struct {
+		label  string
+		fill   color.Color
+		dashes []vg.Length
+	}
+	// Each server's bars, one bar chart per source, so that each source
+	// has its own look and legend entry.
 	servers := []struct {
-		name, label string
-		color       color.Color
+		name   string
+		styles map[string]style
 	}{
-		{"ohbloom", "ohbloom serve", ohbloomColor},
-		{"redisbloom", "RedisBloom", redisBloomColor},
+		{"ohbloom", map[string]style{
+			"measured": {"ohbloom serve, measured here", ohbloomColor, nil}}},
+		{"redisbloom", map[string]style{
+			"measured":  {"RedisBloom, measured here", redisBloomColor, nil},
+			"published": {"RedisBloom, its published figures (not run here)", redisBloomLightColor, nil},
+			"formula":   {"RedisBloom, its sizing formula (no figure published)", color.White, dashed}}},
 	}
 	p := newPlot("Memory per filter: ohbloom serve against RedisBloom",
-		"", "bits per item", append([]string{"on the bars: bytes (BF.INFO SIZE), false positive rate measured"}, t.notes...)...)
+		"", "bits per item", append([]string{"on the bars: bytes (BF.INFO SIZE) and the false positive rate at that fill"}, t.notes...)...)
 	p.Legend.Top, p.Legend.Left = true, true
-	const barWidth = 36
+	p.Legend.TextStyle.Font.Size = vg.Points(9)
+	const barWidth = 38
 	var top float64
 	for si, s := range servers {
-		values := make(plotter.Values, len(groups))
+		offset := vg.Points(float64(si*2-1) * (barWidth/2 + 1))
 		var ends plotter.XYs
 		var texts []string
+		bySource := map[string]plotter.Values{}
 		for gi, g := range groups {
 			m, ok := measures[g][s.name]
 			if !ok {
 				return nil, fmt.Errorf("%s: no %s row for capacity %g, error rate %g, %g items", t.name, s.name, g.capacity, g.rate, g.items)
 			}
-			values[gi] = 8 * m.bytes / max(g.capacity, g.items)
-			top = max(top, values[gi])
-			ends = append(ends, plotter.XY{X: float64(gi), Y: values[gi]})
+			if _, ok := s.styles[m.source]; !ok {
+				return nil, fmt.Errorf("%s: a %s row of source %q", t.name, s.name, m.source)
+			}
+			if bySource[m.source] == nil {
+				bySource[m.source] = make(plotter.Values, len(groups))
+			}
+			v := 8 * m.bytes / max(g.capacity, g.items)
+			bySource[m.source][gi] = v
+			top = max(top, v)
+			ends = append(ends, plotter.XY{X: float64(gi), Y: v})
 			label := formatBytes(m.bytes)
 			if m.fpr != "" {
 				label += "\n" + m.fpr
 			}
 			texts = append(texts, label)
 		}
-		bar, err := plotter.NewBarChart(values, vg.Points(barWidth))
-		if err != nil {
-			return nil, err
+		for _, source := range []string{"measured", "published", "formula"} {
+			values, st := bySource[source], s.styles[source]
+			if values == nil {
+				continue
+			}
+			bar, err := plotter.NewBarChart(values, vg.Points(barWidth))
+			if err != nil {
+				return nil, err
+			}
+			bar.Offset = offset
+			bar.LineStyle.Width = 0
+			bar.Color = st.fill
+			if source != "measured" {
+				bar.LineStyle.Width, bar.LineStyle.Color, bar.LineStyle.Dashes = vg.Points(1.2), redisBloomColor, st.dashes
+			}
+			p.Add(bar)
+			p.Legend.Add(st.label, bar)
 		}
-		bar.Color, bar.Offset = s.color, vg.Points(float64(si*2-1)*barWidth/2)
-		bar.LineStyle.Width = 0
-		p.Add(bar)
-		p.Legend.Add(s.label, bar)
 		l, err := valueLabels(ends, texts, false)
 		if err != nil {
 			return nil, err
 		}
-		l.Offset.X = vg.Points(float64(si*2-1) * barWidth / 2)
+		for i := range l.TextStyle {
+			l.TextStyle[i].Font.Size = vg.Points(8)
+		}
+		l.Offset.X = offset
 		p.Add(l)
 	}
 	names := make([]string, len(groups))
 	for i, g := range groups {
-		names[i] = fmt.Sprintf("%s items at %s", formatCount(g.capacity), formatPercent(g.rate))
+		names[i] = fmt.Sprintf("%s items\nat %s", formatCount(g.capacity), formatPercent(g.rate))
 		if g.items > g.capacity {
-			names[i] += fmt.Sprintf(",\ngrown to %s items", formatCount(g.items))
+			names[i] = fmt.Sprintf("%s at %s,\ngrown to\n%s items", formatCount(g.capacity), formatPercent(g.rate), formatCount(g.items))
 		}
 	}
 	p.NominalX(names...)
+	p.X.Tick.Label.Font.Size = vg.Points(9)
 	p.X.Label.Text = "BF.RESERVE key error_rate capacity"
 	p.X.Min, p.X.Max = -0.6, float64(len(groups))-0.4
-	p.Y.Min, p.Y.Max = 0, top*1.35
+	p.Y.Min, p.Y.Max = 0, top*1.45
 	return svg(p, chartWidth, chartHeight)
 }

@@ -26,9 +26,11 @@ var (
 	bitsColor         = rgb(0xff, 0x7f, 0x0e) // orange: bits-and-blooms
 	redisColor        = rgb(0xd6, 0x27, 0x28) // red: redis-server's own sets
 	redisBloomColor   = rgb(0x94, 0x67, 0xbd) // purple: RedisBloom
-	textbookColor     = rgb(0x7f, 0x7f, 0x7f) // grey: a blocked filter sized by the textbook
-	theoryColor       = rgb(0x00, 0x00, 0x00) // black: formulas
-	cacheColor        = rgb(0xa0, 0xa0, 0xa0)
+	// light purple: RedisBloom's figures published elsewhere, not measured here
+	redisBloomLightColor = rgb(0xd8, 0xc8, 0xe8)
+	textbookColor        = rgb(0x7f, 0x7f, 0x7f) // grey: a blocked filter sized by the textbook
+	theoryColor          = rgb(0x00, 0x00, 0x00) // black: formulas
+	cacheColor           = rgb(0xa0, 0xa0, 0xa0)
 )
 
 func init() {

@@ -3,7 +3,7 @@
 // database only when the filter says "possibly". About 99% of lookups never
 // reach the database. The filter's metrics are on /metrics.
 //
-//	go run ./tools/examples/guard -addr 127.0.0.1:8080
+//	go run ./tools/examples/guard -addr 127.0.0.1:8080   # -db FILE to keep a database
 //	curl '127.0.0.1:8080/blocks?subject=did:plc:alice&object=did:plc:bob'
 //	curl 127.0.0.1:8080/metrics | grep ohbloom_
 package main
@@ -15,7 +15,11 @@ import (
 	"flag"
 	"log"
 	"net/http"
+	"os"
+	"os/signal"
 	"path/filepath"
+	"syscall"
+	"time"
 
 	"github.com/ohbloom/ohbloom"
 	"github.com/ohbloom/ohbloom/tools/loader"
@@ -102,13 +106,42 @@ func newServer(dbPath string) (http.Handler, func(), error) {
 
 func main() {
 	addr := flag.String("addr", "127.0.0.1:8080", "address to listen on")
-	dbPath := flag.String("db", filepath.Join(".", "guard.db"), "SQLite database of block relations (created if missing)")
+	dbPath := flag.String("db", "", "SQLite database of block relations, created if missing (default: a sample one in a temporary directory, removed at exit)")
 	flag.Parse()
-	handler, closeDB, err := newServer(*dbPath)
-	if err != nil {
+	if err := run(*addr, *dbPath); err != nil {
 		log.Fatal(err)
 	}
+}
+
+// run serves until SIGINT or SIGTERM. Without a database path it makes
+// a sample one in a temporary directory, and removes it at the end: an
+// example leaves nothing behind in the directory it was run from.
+func run(addr, dbPath string) error {
+	if dbPath == "" {
+		dir, err := os.MkdirTemp("", "ohbloom-guard-*")
+		if err != nil {
+			return err
+		}
+		defer os.RemoveAll(dir)
+		dbPath = filepath.Join(dir, "guard.db")
+	}
+	handler, closeDB, err := newServer(dbPath)
+	if err != nil {
+		return err
+	}
 	defer closeDB()
-	log.Printf("guard on http://%s/blocks?subject=did:plc:alice&object=did:plc:bob", *addr)
-	log.Fatal(http.ListenAndServe(*addr, handler))
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	srv := &http.Server{Addr: addr, Handler: handler}
+	served := make(chan error, 1)
+	go func() { served <- srv.ListenAndServe() }()
+	log.Printf("guard on http://%s/blocks?subject=did:plc:alice&object=did:plc:bob (database %s)", addr, dbPath)
+	select {
+	case err := <-served:
+		return err
+	case <-ctx.Done():
+	}
+	shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	return srv.Shutdown(shutdown)
 }

@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -61,5 +62,22 @@ func TestGuard(t *testing.T) {
 	}
 	if resp, _ := http.Get(srv.URL + "/blocks?subject=only"); resp.StatusCode != http.StatusBadRequest {
 		t.Errorf("a lookup without object: %d", resp.StatusCode)
+	}
+}
+
+// Run without -db writes nothing where it runs and leaves no temporary
+// database behind (here it stops at once: the address cannot be listened
+// on).
+func TestRunLeavesNothingBehind(t *testing.T) {
+	cwd, tmp := t.TempDir(), t.TempDir()
+	t.Chdir(cwd)
+	t.Setenv("TMPDIR", tmp)
+	if err := run("127.0.0.1:-1", ""); err == nil {
+		t.Fatal("run listened on port -1")
+	}
+	for _, dir := range []string{cwd, tmp} {
+		if ents, _ := os.ReadDir(dir); len(ents) != 0 {
+			t.Errorf("%s holds %v after run", dir, ents)
+		}
 	}
 }
