@@ -32,6 +32,8 @@ type command struct {
 	// Set at start (initCommands).
 	// meta is what COMMAND reports and ACL rules check.
 	meta *cmdMeta
+	// lookup is how its lookups of its keys count (keyLookups).
+	lookup uint8
 	// id numbers the commands and subcommands served, for their
 	// statistics and users' permissions.
 	id int
@@ -184,6 +186,7 @@ func initCommands() {
 			panic("server: no metadata for command " + name)
 		}
 		c.noAuth = c.noAuth || c.meta.flags&cmdNoAuth != 0
+		c.lookup = keyLookups[name]
 		c.id = id
 		id++
 		subNames := make([]string, 0, len(subcommands[name]))
@@ -203,6 +206,7 @@ func initCommands() {
 			}
 			sc.arity = sc.meta.arity
 			sc.noAuth = sc.meta.flags&cmdNoAuth != 0
+			sc.lookup = keyLookups[sc.name]
 			sc.id = id
 			id++
 			c.subs[sub] = sc

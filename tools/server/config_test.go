@@ -321,6 +321,31 @@ func TestMaxmemoryCountsFilters(t *testing.T) {
 	}
 }
 
+// A client that read a filter and went idle does not keep it: once
+// another client deletes it, its memory leaves used_memory, and a write
+// past maxmemory is allowed again.
+func TestIdleClientKeepsNoDeletedFilter(t *testing.T) {
+	s, addr := start(t, Config{})
+	reader, writer := dialProto(t, addr, 2), dialProto(t, addr, 2)
+	writer.run(t, "BF.RESERVE", "big", "0.0001", "20000000", "NONSCALING")
+	size := int64(s.store.get("big").sizeBytes())
+	// Pipelined, so that the second command's lookup is the first's.
+	if r := reader.run(t, "BF.EXISTS", "big", "x"); r != ":0\r\n" {
+		t.Fatal(r)
+	}
+	runtime.GC()
+	s.x.mem.stale()
+	held := s.memoryReport().used
+	if r := writer.run(t, "DEL", "big"); r != ":1\r\n" {
+		t.Fatal(r)
+	}
+	runtime.GC()
+	s.x.mem.stale()
+	if freed := held - s.memoryReport().used; freed < size*9/10 {
+		t.Fatalf("deleting a filter of %d bytes that an idle client read freed %d", size, freed)
+	}
+}
+
 // After filling a filter, used_memory is within 5% of the process's RSS
 // (docs/server.md has the measure at 1 GB).
 func TestUsedMemoryNearRSS(t *testing.T) {

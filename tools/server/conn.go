@@ -560,6 +560,7 @@ func (c *connection) run(b []byte, own bool) (used int, keep bool) {
 		if c.block&blockBusy == 0 { // else a goroutine has the session
 			c.sess.holdsShard = false
 			c.sess.lastEnd = 0
+			c.sess.lookup.endBatch()
 		}
 		c.lock.Unlock()
 	}()
@@ -671,6 +672,7 @@ func (c *connection) runOffLoop(cmd command, args [][]byte, owned bool) {
 	c.block |= blockBusy
 	c.sess.holdsShard = false // the goroutine does not hold it
 	c.sess.lastEnd = 0        // its command's time starts when it does
+	c.sess.lookup.endBatch()
 	go func() {
 		c.runHere(cmd, args)
 		c.wake(wakeBusy, nil)
@@ -698,6 +700,7 @@ func (c *connection) runHere(cmd command, args [][]byte) {
 	s.iso.acquire(&cl)
 	s.execCommand(&c.sess, &c.w, args, cmd, true)
 	s.iso.release(&cl)
+	c.sess.lookup.endBatch()
 }
 
 // heavyPending reports whether the command the parser is in the middle of

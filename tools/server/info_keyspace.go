@@ -1,9 +1,6 @@
 package server
 
-import (
-	"fmt"
-	"weak"
-)
+import "fmt"
 
 // What INFO and OBJECT read of the keyspace: its lines in INFO keyspace,
 // its expiries, and each command's lookup of its keys for keyspace_hits
@@ -28,26 +25,20 @@ func (s *Server) expiredKeys() int64 { return 0 }
 func (s *Server) lookupKey(_ *session, key []byte) *entry { return s.store.getBytes(key) }
 
 // lookupCached is lookupKey through the session's cache of its last
-// lookup, valid while no key was made or removed (store.gen): a pipeline
-// of commands on one filter, the common case, then takes the store's lock
-// once, not once a command more than it would without the statistics.
-//
-// The cache holds its entry weakly, so that an idle client does not keep
-// a deleted filter's memory.
+// lookup, valid while no key was made or removed (store.gen) and until the
+// end of the batch of commands the connection is running (endBatch): a
+// pipeline of commands on one filter, the common case, then takes the
+// store's lock once, not once a command more than it would without the
+// statistics. Ending with the batch, the cache never keeps a deleted
+// filter's memory for an idle client.
 func (s *Server) lookupCached(sess *session, key []byte) *entry {
 	gen := s.store.gen.Load()
 	if c := &sess.lookup; c.valid && c.gen == gen && string(key) == c.key {
-		if c.missing {
-			return nil
-		}
-		if e := c.e.Value(); e != nil {
-			return e
-		}
+		return c.e
 	}
 	e := s.lookupKey(sess, key)
 	c := &sess.lookup
-	c.valid, c.gen, c.missing = true, gen, e == nil
-	c.e = weak.Make(e)
+	c.valid, c.gen, c.e = true, gen, e
 	if string(key) != c.key {
 		c.key = string(key)
 	}
@@ -56,11 +47,14 @@ func (s *Server) lookupCached(sess *session, key []byte) *entry {
 
 // lookupCache is a session's last key looked up for the statistics.
 type lookupCache struct {
-	valid, missing bool
-	gen            uint64
-	key            string
-	e              weak.Pointer[entry]
+	valid bool
+	gen   uint64
+	key   string // kept past endBatch: the next batch compares without allocating
+	e     *entry
 }
+
+// endBatch forgets the entry at the end of a batch of commands.
+func (c *lookupCache) endBatch() { c.valid, c.e = false, nil }
 
 // touchKeys counts a command's lookups of its keys, as Redis's lookupKey
 // counts them: a read-only command's as hits or misses, and any command's
@@ -68,7 +62,7 @@ type lookupCache struct {
 // NO-TOUCH. Keys are those of the command's legacy range (COMMAND INFO's
 // first, last and step).
 func (s *Server) touchKeys(sess *session, c *command, args [][]byte) {
-	look := keyLookups[c.name]
+	look := c.lookup
 	if look == lookupNone {
 		return
 	}
@@ -107,12 +101,12 @@ func (s *Server) touchKeys(sess *session, c *command, args [][]byte) {
 // (lookupTouch, the zero value): Redis's LOOKUP_NOTOUCH and commands that
 // look nothing up this way (OBJECT counts its own, MEMORY USAGE none).
 const (
-	lookupTouch = iota
+	lookupTouch uint8 = iota
 	lookupNoTouch
 	lookupNone
 )
 
-var keyLookups = map[string]int{
+var keyLookups = map[string]uint8{
 	"type": lookupNoTouch, "exists": lookupNoTouch, "ttl": lookupNoTouch, "pttl": lookupNoTouch,
 	"expiretime": lookupNoTouch, "pexpiretime": lookupNoTouch,
 	"object|encoding": lookupNone, "object|freq": lookupNone, "object|idletime": lookupNone,
