@@ -152,6 +152,9 @@ type session struct {
 	prevErrs int
 	// lookup caches the last key looked up for the statistics.
 	lookup lookupCache
+	// counts are the statistics of the batch's commands not yet added to
+	// the shared counters (flushCounts).
+	counts pendingCounts
 	// lastEnd is when the last command of the batch running ended
 	// (nanotime), 0 outside a batch: the next one's start (stats.go).
 	lastEnd int64
@@ -344,6 +347,11 @@ func (c *connection) finished() bool {
 // connection waits for the log's flusher to wake it, and runs nothing
 // meanwhile, so that no later reply overtakes them.
 func (c *connection) send() {
+	if c.block&blockBusy == 0 {
+		// Counted before any reply leaves, as Redis counts a command
+		// before its reply is written out.
+		c.s.flushCounts(&c.sess)
+	}
 	if c.block&(blockLog|blockBusy) != 0 || c.dead {
 		return
 	}
@@ -701,6 +709,7 @@ func (c *connection) runHere(cmd command, args [][]byte) {
 	s.execCommand(&c.sess, &c.w, args, cmd, true)
 	s.iso.release(&cl)
 	c.sess.lookup.endBatch()
+	s.flushCounts(&c.sess)
 }
 
 // heavyPending reports whether the command the parser is in the middle of

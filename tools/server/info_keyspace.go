@@ -87,13 +87,8 @@ func (s *Server) touchKeys(sess *session, c *command, args [][]byte) {
 		}
 	}
 	if read {
-		sh := s.x.shard(sess.id)
-		if hits > 0 {
-			sh.hits.Add(hits)
-		}
-		if misses > 0 {
-			sh.misses.Add(misses)
-		}
+		sess.counts.hits += hits // added by call's flushCounts
+		sess.counts.misses += misses
 	}
 }
 

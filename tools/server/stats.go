@@ -223,14 +223,21 @@ func (s *Server) call(sess *session, w replier, c *command, args [][]byte) {
 	end := nanotime()
 	sess.lastEnd = end
 	d := end - start
-	st := &s.x.shard(sess.id).cmds[c.id]
-	st.calls.Add(1)
-	st.nanos.Add(d)
+	p := &sess.counts
+	if p.cmd != c.id+1 {
+		s.flushCounts(sess)
+		p.cmd = c.id + 1
+	}
+	p.calls++
+	p.nanos += d
 	if rw, ok := w.(*replyWriter); ok {
 		if rw.errs > sess.prevErrs {
-			st.failed.Add(1)
+			s.x.shard(sess.id).cmds[c.id].failed.Add(1)
 		}
 		sess.prevErrs = rw.errs
+	}
+	if sess.client == nil {
+		s.flushCounts(sess)
 	}
 	if info != nil {
 		multi := int32(-1)
@@ -255,6 +262,38 @@ func (s *Server) call(sess *session, w replier, c *command, args [][]byte) {
 		}
 		s.x.latency.add(event, d/1e6)
 	}
+}
+
+// pendingCounts are a session's counts of the commands of its batch,
+// added to the shared counters (locked instructions, a tenth of a
+// pipelined BF.EXISTS's CPU when done per command) when the batch's
+// replies are sent, when it runs another command, and after a command
+// off the loop.
+type pendingCounts struct {
+	cmd          int // the command's id + 1; 0 for none
+	calls, nanos int64
+	hits, misses int64
+}
+
+// flushCounts adds a session's pending counts to the shared ones.
+func (s *Server) flushCounts(sess *session) {
+	p := &sess.counts
+	if p.calls == 0 && p.hits == 0 && p.misses == 0 {
+		return
+	}
+	sh := s.x.shard(sess.id)
+	if p.calls > 0 {
+		st := &sh.cmds[p.cmd-1]
+		st.calls.Add(p.calls)
+		st.nanos.Add(p.nanos)
+	}
+	if p.hits > 0 {
+		sh.hits.Add(p.hits)
+	}
+	if p.misses > 0 {
+		sh.misses.Add(p.misses)
+	}
+	*p = pendingCounts{cmd: p.cmd}
 }
 
 // rejected counts a command refused before it ran (its arity, ACL,
