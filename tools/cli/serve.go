@@ -9,6 +9,7 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -34,13 +35,33 @@ func runServe(e env, args []string) int {
 			"changed since it was read (build renames a new file over it) replaces\n"+
 			"its key at once, without a restart; adds made to the key since that\n"+
 			"file's keys were read are not in it (docs/server.md).\n\n"+
+			"TLS is served on --tls-port with Redis's tls-* settings (clients must\n"+
+			"present a certificate the --tls-ca-cert-file vouches for unless\n"+
+			"--tls-auth-clients no or optional); SIGHUP reads the certificate, key\n"+
+			"and CA files again, and CONFIG SET tls-cert-file ... changes them.\n"+
+			"--unixsocket serves plaintext on a Unix socket too. --addr \"\" serves\n"+
+			"no plaintext TCP port: TLS or the socket only.\n\n"+
 			"The password may also come from the environment variable\n"+
-			"OHBLOOM_REQUIREPASS, which keeps it out of ps.\n"+
+			"OHBLOOM_REQUIREPASS, which keeps it out of ps, and the key's passphrase\n"+
+			"from OHBLOOM_TLS_KEY_FILE_PASS.\n"+
 			"A configuration file in Redis's syntax (the first argument, or --config)\n"+
 			"sets what flags set, under Redis's names where Redis has them (port, bind,\n"+
-			"maxclients, maxmemory, appendfsync, requirepass, aclfile, slowlog-*);\n"+
-			"flags given override it, and CONFIG REWRITE writes it back.")
-	addr := fs.String("addr", server.DefaultAddr, "address to listen on (loopback by default)")
+			"maxclients, maxmemory, appendfsync, requirepass, aclfile, slowlog-*,\n"+
+			"tls-*, unixsocket); flags given override it, and CONFIG REWRITE writes\n"+
+			"it back.")
+	addr := fs.String("addr", server.DefaultAddr, "address to serve plaintext on (loopback by default); empty for none")
+	tlsPort := fs.String("tls-port", "", "port (on --addr's host) or address to serve TLS on; empty or 0 for none")
+	var tlsCfg server.TLSConfig
+	fs.StringVar(&tlsCfg.CertFile, "tls-cert-file", "", "the server's certificate (with its chain), PEM")
+	fs.StringVar(&tlsCfg.KeyFile, "tls-key-file", "", "the server's private key, PEM")
+	fs.StringVar(&tlsCfg.KeyFilePass, "tls-key-file-pass", os.Getenv("OHBLOOM_TLS_KEY_FILE_PASS"), "passphrase of an encrypted --tls-key-file")
+	fs.StringVar(&tlsCfg.CACertFile, "tls-ca-cert-file", "", "certificates of the authorities that vouch for clients' certificates, PEM")
+	fs.StringVar(&tlsCfg.CACertDir, "tls-ca-cert-dir", "", "directory of such certificates, PEM files")
+	fs.StringVar(&tlsCfg.AuthClients, "tls-auth-clients", "yes", "yes: clients must present a certificate; optional: one presented must be valid; no")
+	fs.StringVar(&tlsCfg.Protocols, "tls-protocols", "", "TLS versions served, apart by spaces: TLSv1.2, TLSv1.3 (default both)")
+	fs.StringVar(&tlsCfg.Ciphers, "tls-ciphers", "", "TLS 1.2 cipher suites allowed, apart by colons, OpenSSL or IANA names (default Go's secure ones)")
+	unixSocket := fs.String("unixsocket", "", "path of a Unix socket to serve plaintext on too")
+	unixPerm := fs.String("unixsocketperm", "", "permissions of the Unix socket, octal as chmod's (700); default what the umask leaves")
 	dir := fs.String("dir", "", "data directory, one file per filter; empty keeps filters in memory only")
 	saveEvery := fs.Duration("save-interval", server.DefaultSaveInterval, "how often changed filters are saved; negative for only at shutdown")
 	pass := fs.String("requirepass", os.Getenv("OHBLOOM_REQUIREPASS"), "password clients must AUTH with")
@@ -82,7 +103,15 @@ func runServe(e env, args []string) int {
 	if *saveEvery == 0 {
 		return usageError(e, fs, "--save-interval 0: give a positive interval, or a negative one to save only at shutdown")
 	}
-	flagged := server.Config{Addr: *addr, DataDir: *dir, SaveInterval: *saveEvery, Password: *pass,
+	var perm os.FileMode
+	if *unixPerm != "" {
+		p, err := strconv.ParseUint(*unixPerm, 8, 32)
+		if err != nil || p > 0o777 {
+			return usageError(e, fs, "--unixsocketperm %q: octal permissions, at most 777", *unixPerm)
+		}
+		perm = os.FileMode(p)
+	}
+	flagged := server.Config{Addr: *addr, TLS: tlsCfg, UnixSocket: *unixSocket, UnixSocketPerm: perm, DataDir: *dir, SaveInterval: *saveEvery, Password: *pass,
 		MaxFilterBytes: *maxFilter, MaxRequestBytes: *maxRequest, MaxBufferedBytes: *maxBuffered, MaxUnauthBufferedBytes: *maxUnauth, MaxClients: *maxClients, EventLoops: *loops,
 		DisableAppendLog: *appendOnly == "no", AppendFsync: *appendFsync, MaxUploadBytes: *maxUpload, MaxDumpBytes: *maxDump,
 		MaxMemory: uint64(maxMem), ACLFile: *aclFile}
@@ -93,10 +122,35 @@ func runServe(e env, args []string) int {
 		if err := server.ReadConfigFile(*configFile, &cfg); err != nil {
 			return fail(e, "serve", err)
 		}
+		if cfg.Addr == "" {
+			cfg.Addr = server.DefaultAddr // "" is --addr "": no plaintext port
+		}
 		if cfg.Password == "" {
 			cfg.Password = *pass // OHBLOOM_REQUIREPASS
 		}
+		if cfg.TLS.KeyFilePass == "" {
+			cfg.TLS.KeyFilePass = tlsCfg.KeyFilePass // OHBLOOM_TLS_KEY_FILE_PASS
+		}
 		overrideFlags(fs, &cfg, flagged)
+	}
+	if flagGiven(fs, "tls-port") {
+		// On the host of --addr, or of the file's bind, either given.
+		if cfg.TLSAddr, err = tlsAddress(cfg.Addr, *tlsPort); err != nil {
+			return usageError(e, fs, "%v", err)
+		}
+	}
+	switch {
+	case cfg.TLSAddr != "" && cfg.TLS.CertFile == "":
+		return usageError(e, fs, "--tls-port needs --tls-cert-file and --tls-key-file")
+	case cfg.TLSAddr == "" && (cfg.TLS.CertFile != "" || cfg.TLS.KeyFile != ""):
+		return usageError(e, fs, "--tls-cert-file and --tls-key-file serve nothing without --tls-port")
+	case cfg.Addr == "" && cfg.TLSAddr == "" && cfg.UnixSocket == "":
+		return usageError(e, fs, "--addr \"\" without --tls-port or --unixsocket: nothing to serve on")
+	case *unixPerm != "" && cfg.UnixSocket == "":
+		return usageError(e, fs, "--unixsocketperm without --unixsocket")
+	}
+	if cfg.TLSAddr == "" {
+		cfg.TLS = server.TLSConfig{}
 	}
 	// A missing directory is refused, as Redis refuses a missing dir: made
 	// here, a mistyped path would start an empty server that looks like
@@ -129,7 +183,7 @@ func runServe(e env, args []string) int {
 			return failed("cannot load a filter file", err)
 		}
 	}
-	ln, err := net.Listen("tcp", cfg.Addr)
+	lns, err := listen(srv, cfg.Addr, cfg.TLSAddr, cfg.UnixSocket, cfg.UnixSocketPerm)
 	if err != nil {
 		srv.Shutdown(context.Background())
 		return failed("cannot listen", err)
@@ -139,15 +193,27 @@ func runServe(e env, args []string) int {
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ln) }()
-	logger.Info("listening", "addr", ln.Addr().String())
+	served := make(chan error, len(lns))
+	for _, l := range lns {
+		go func() { served <- l.serve(l.ln) }()
+	}
+	for _, l := range lns {
+		logger.Info(l.msg, l.what, l.ln.Addr().String())
+	}
 	for done := false; !done; {
 		select {
 		case err := <-served:
+			srv.Shutdown(context.Background())
 			return failed("serving", err)
 		case <-hup:
 			reload(srv, logger, loads)
+			if cfg.TLSAddr != "" {
+				if err := srv.ReloadTLS(); err != nil {
+					logger.Error("SIGHUP: the TLS certificates in use stay", "err", err)
+				} else {
+					logger.Info("SIGHUP: reloaded the TLS certificate, key and CA files")
+				}
+			}
 		case <-ctx.Done():
 			done = true
 		}
@@ -207,8 +273,105 @@ func overrideFlags(fs *flag.FlagSet, c *server.Config, flagged server.Config) {
 			c.MaxMemory = flagged.MaxMemory
 		case "aclfile":
 			c.ACLFile = flagged.ACLFile
+		case "tls-cert-file":
+			c.TLS.CertFile = flagged.TLS.CertFile
+		case "tls-key-file":
+			c.TLS.KeyFile = flagged.TLS.KeyFile
+		case "tls-key-file-pass":
+			c.TLS.KeyFilePass = flagged.TLS.KeyFilePass
+		case "tls-ca-cert-file":
+			c.TLS.CACertFile = flagged.TLS.CACertFile
+		case "tls-ca-cert-dir":
+			c.TLS.CACertDir = flagged.TLS.CACertDir
+		case "tls-auth-clients":
+			c.TLS.AuthClients = flagged.TLS.AuthClients
+		case "tls-protocols":
+			c.TLS.Protocols = flagged.TLS.Protocols
+		case "tls-ciphers":
+			c.TLS.Ciphers = flagged.TLS.Ciphers
+		case "unixsocket":
+			c.UnixSocket = flagged.UnixSocket
+		case "unixsocketperm":
+			c.UnixSocketPerm = flagged.UnixSocketPerm
 		}
+		// tls-port: runServe, on the address the flags and the file give.
 	})
+}
+
+// flagGiven reports whether the flag name was given on the command line.
+func flagGiven(fs *flag.FlagSet, name string) bool {
+	given := false
+	fs.Visit(func(f *flag.Flag) { given = given || f.Name == name })
+	return given
+}
+
+// tlsAddress is the address --tls-port names: a port alone on --addr's
+// host (loopback if --addr is empty), or an address; "" or "0" for none,
+// as Redis's tls-port 0.
+func tlsAddress(addr, port string) (string, error) {
+	if port == "" || port == "0" {
+		return "", nil
+	}
+	if n, err := strconv.Atoi(port); err == nil {
+		if n < 0 || n > 65535 {
+			return "", fmt.Errorf("--tls-port %d: not a port", n)
+		}
+		if addr == "" {
+			addr = server.DefaultAddr
+		}
+		host, _, err := net.SplitHostPort(addr)
+		if err != nil {
+			return "", fmt.Errorf("--addr %q: %w", addr, err)
+		}
+		return net.JoinHostPort(host, port), nil
+	}
+	if _, _, err := net.SplitHostPort(port); err != nil {
+		return "", fmt.Errorf("--tls-port %q: a port or an address (host:port)", port)
+	}
+	return port, nil
+}
+
+// listener is one of the server's listeners, how it is served and how
+// its log line names it.
+type listener struct {
+	ln        net.Listener
+	serve     func(net.Listener) error
+	msg, what string
+}
+
+// listen opens the listeners asked for, the plaintext port first; if one
+// cannot be opened, none stays open.
+func listen(srv *server.Server, addr, tlsAddr, unixSocket string, perm os.FileMode) ([]listener, error) {
+	var lns []listener
+	open := func(ln net.Listener, err error, serve func(net.Listener) error, msg, what string) error {
+		if err != nil {
+			for _, l := range lns {
+				l.ln.Close()
+			}
+			return err
+		}
+		lns = append(lns, listener{ln, serve, msg, what})
+		return nil
+	}
+	if addr != "" {
+		ln, err := net.Listen("tcp", addr)
+		if err := open(ln, err, srv.Serve, "listening", "addr"); err != nil {
+			return nil, err
+		}
+	}
+	if tlsAddr != "" {
+		ln, err := net.Listen("tcp", tlsAddr)
+		if err := open(ln, err, srv.ServeTLS, "listening with TLS", "addr"); err != nil {
+			return nil, err
+		}
+	}
+	if unixSocket != "" {
+		ln, err := server.ListenUnix(unixSocket, perm)
+		if err := open(ln, err, srv.Serve, "listening on a Unix socket", "path"); err != nil {
+			return nil, err
+		}
+	}
+	return lns, nil
 }
 
 // fileLoad is one --load NAME=FILE, and the file as it was last read (or,

@@ -48,6 +48,12 @@ type configParam struct {
 	// log from --dir): CONFIG REWRITE updates its line if the file has
 	// one, and never adds one.
 	derived bool
+	// tls: a tls-* setting, which CONFIG SET changes with the other tls-*
+	// settings given with it, all loaded at once (prepareTLS), not by set.
+	tls bool
+	// secret: CONFIG GET does not show it (tls-key-file-pass, a key's
+	// passphrase); CONFIG REWRITE writes it, as requirepass.
+	secret bool
 }
 
 // configParams are the settings, by name; registerConfig adds one.
@@ -361,10 +367,10 @@ func init() {
 			return err
 		},
 		get: func(s *Server) string {
-			_, p, _ := splitHostPort(s.cfg.Addr)
-			if a := s.Addr(); a != nil {
-				_, p, _ = splitHostPort(a.String())
+			if _, p := listenerHostPort(s.tcpAddr.Load()); p > 0 {
+				return strconv.Itoa(p)
 			}
+			_, p, _ := splitHostPort(s.cfg.Addr)
 			return strconv.Itoa(p)
 		}})
 	registerConfig(&configParam{name: "bind", def: "127.0.0.1", derived: true,
@@ -374,6 +380,10 @@ func init() {
 			}
 			_, p, _ := splitHostPort(c.addr())
 			c.Addr = joinHostPort(strings.TrimPrefix(v, "-"), p)
+			if c.TLSAddr != "" { // tls-port given before bind: on bind's host too
+				_, tp, _ := splitHostPort(c.TLSAddr)
+				c.TLSAddr = joinHostPort(strings.TrimPrefix(v, "-"), tp)
+			}
 			return nil
 		},
 		get: func(s *Server) string {
@@ -422,7 +432,7 @@ func cmdConfigGet(s *Server, _ *session, w replier, args [][]byte) {
 	for _, a := range args[2:] {
 		if bytes.IndexAny(a, "[*?") < 0 {
 			p := lookupConfig(string(a))
-			if p != nil && !seen[p.name] {
+			if p != nil && !p.secret && !seen[p.name] {
 				seen[p.name] = true
 				out = append(out, kv{string(a), p.get(s)})
 			}
@@ -434,7 +444,7 @@ func cmdConfigGet(s *Server, _ *session, w replier, args [][]byte) {
 		}
 		g := compileGlob(string(a), true)
 		for _, name := range sortedKeys(configParams) {
-			if !seen[name] && g.match(name) {
+			if !seen[name] && !configParams[name].secret && g.match(name) {
 				seen[name] = true
 				out = append(out, kv{name, configParams[name].get(s)})
 			}
@@ -467,7 +477,7 @@ func cmdConfigSet(s *Server, _ *session, w replier, args [][]byte) {
 			w.WriteError(fmt.Sprintf("ERR Unknown option or number of arguments for CONFIG SET - '%s'", args[i]))
 			return
 		}
-		if p.set == nil {
+		if p.set == nil && !p.tls {
 			fail(string(args[i]), errors.New("can't set immutable config"))
 			return
 		}
@@ -477,10 +487,23 @@ func cmdConfigSet(s *Server, _ *session, w replier, args [][]byte) {
 		}
 		params = append(params, p)
 	}
+	var tlsChanges [][2]string
 	for i, p := range params {
+		if p.tls {
+			tlsChanges = append(tlsChanges, [2]string{p.name, string(args[3+2*i])})
+			continue
+		}
 		apply, err := p.set(s, string(args[3+2*i]))
 		if err != nil {
 			fail(p.name, err)
+			return
+		}
+		applies = append(applies, apply)
+	}
+	if len(tlsChanges) > 0 {
+		apply, name, err := s.prepareTLS(tlsChanges)
+		if err != nil {
+			fail(name, err)
 			return
 		}
 		applies = append(applies, apply)

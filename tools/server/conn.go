@@ -220,7 +220,9 @@ func (s *Server) forget(c *connection) {
 // replies.
 func (c *connection) kill() {
 	if g := c.goroutine; g != nil {
-		g.conn.Close() // ends a read in progress
+		// The socket: a *tls.Conn's Close would first send a
+		// close_notify, waiting on a client that does not read.
+		g.raw.Close() // ends a read or write in progress
 	}
 	c.wake(wakeClose, nil)
 }
@@ -537,8 +539,10 @@ func (c *connection) account() error {
 	if parser > int64(c.s.cfg.MaxRequestBytes) {
 		return errRequestTooLarge
 	}
-	want := int64(cap(c.in)+cap(c.w.b)+c.waitingBytes) + parser + c.sess.multiBytes()
-	if want != c.held && !c.reserve(want-c.held) {
+	want := int64(cap(c.in)+cap(c.w.b)+c.waitingBytes) + parser + c.sess.multiBytes() + c.transportBytes()
+	// (A client that has authenticated since gives its share of the
+	// unauthenticated total back even if it holds the same.)
+	if (want != c.held || c.unauthHeld > 0 && c.sess.authed) && !c.reserve(want-c.held) {
 		return errBuffersFull
 	}
 	return nil

@@ -2,6 +2,7 @@ package server
 
 import (
 	"fmt"
+	"net"
 	"os"
 	"runtime"
 	"runtime/metrics"
@@ -91,12 +92,7 @@ var runID = genpass(160)
 
 func (s *Server) infoServer(b *strings.Builder) {
 	uptime := int64(time.Since(s.started).Seconds())
-	port := 0
-	if a := s.Addr(); a != nil {
-		if _, p, err := splitHostPort(a.String()); err == nil {
-			port = p
-		}
-	}
+	_, port := listenerHostPort(s.tcpAddr.Load())
 	exe, _ := os.Executable()
 	now := time.Now()
 	fmt.Fprintf(b, "# Server\r\n"+
@@ -113,18 +109,34 @@ func (s *Server) infoServer(b *strings.Builder) {
 	}
 }
 
-// listenerLines describe the listeners as Redis's getListensInfoString:
-// "name=tcp,bind=ADDR,port=PORT".
+// listenerLines describe the listeners as Redis's getListensInfoString,
+// in its order: "name=tcp,bind=ADDR,port=PORT" (plaintext),
+// "name=unix,bind=PATH", "name=tls,bind=ADDR,port=PORT".
 func (s *Server) listenerLines() []string {
-	a := s.Addr()
+	var lines []string
+	if host, port := listenerHostPort(s.tcpAddr.Load()); port > 0 {
+		lines = append(lines, fmt.Sprintf("name=tcp,bind=%s,port=%d", host, port))
+	}
+	if path := s.unixPath.Load(); path != "" {
+		lines = append(lines, "name=unix,bind="+path)
+	}
+	if host, port := listenerHostPort(s.tls.addr.Load()); port > 0 {
+		lines = append(lines, fmt.Sprintf("name=tls,bind=%s,port=%d", host, port))
+	}
+	return lines
+}
+
+// listenerHostPort is a TCP listener's host and port; port 0 if a is nil
+// or not host:port.
+func listenerHostPort(a *net.Addr) (string, int) {
 	if a == nil {
-		return nil
+		return "", 0
 	}
-	host, port, err := splitHostPort(a.String())
+	host, port, err := splitHostPort((*a).String())
 	if err != nil {
-		return nil
+		return "", 0
 	}
-	return []string{fmt.Sprintf("name=tcp,bind=%s,port=%d", strings.Trim(host, "[]"), port)}
+	return strings.Trim(host, "[]"), port
 }
 
 func splitHostPort(addr string) (string, int, error) {
@@ -251,7 +263,7 @@ func (s *Server) infoPersistenceSection(b *strings.Builder) {
 	aof, status, policy, gen := 0, "ok", "", uint64(0)
 	if l := st.log; l != nil {
 		aof, policy, gen = 1, l.policy().String(), l.currentGen()
-		if l.failed.Load() {
+		if l.refusing() {
 			status = "err"
 		}
 	}
@@ -264,8 +276,9 @@ func (s *Server) infoPersistenceSection(b *strings.Builder) {
 		"aof_current_rewrite_time_sec:-1\r\naof_last_bgrewrite_status:ok\r\naof_rewrites:0\r\naof_rewrites_consecutive_failures:0\r\n"+
 		"aof_last_write_status:%s\r\naof_last_cow_size:0\r\nmodule_fork_in_progress:0\r\nmodule_fork_last_cow_size:0\r\n",
 		boolInt(st.bgsave.Load()), st.lastSave.Load(), s.x.keysLoaded, aof, status)
-	if aof == 1 {
-		fmt.Fprintf(b, "aof_fsync:%s\r\naof_current_segment:%d\r\naof_buffer_length:%d\r\n", policy, gen, s.aofBuffered())
+	if l := st.log; l != nil {
+		fmt.Fprintf(b, "aof_fsync:%s\r\naof_current_segment:%d\r\n", policy, gen)
+		l.infoSpace(b) // aof_buffer_length, aof_space_reserved
 	}
 	n, bytes := st.uploads.usage()
 	fmt.Fprintf(b, "loadchunk_uploads:%d\r\nloadchunk_upload_bytes:%d\r\n", n, bytes)
