@@ -20,7 +20,7 @@ func cmdSelectDB(s *Server, sess *session, w replier, args [][]byte) {
 
 const (
 	errDBRange    = "ERR DB index is out of range"
-	errNotInteger = "ERR value is not an integer or out of range"
+	errValueNotInt = "ERR value is not an integer or out of range"
 	errNoSuchKey  = "ERR no such key"
 	errSameObject = "ERR source and destination objects are the same"
 )
@@ -31,7 +31,7 @@ func (s *Server) parseDB(b []byte) (int, string) {
 	n, ok := parseLongLong(b)
 	switch {
 	case !ok:
-		return 0, errNotInteger
+		return 0, errValueNotInt
 	case n < math.MinInt32 || n > math.MaxInt32:
 		return 0, "ERR value is out of range, value must between -2147483648 and 2147483647"
 	case n < 0 || n >= int64(len(s.store.dbs)):
@@ -66,7 +66,7 @@ func cmdExpire(s *Server, sess *session, w replier, args [][]byte) {
 	}
 	when, ok := parseLongLong(args[2])
 	if !ok {
-		w.WriteError(errNotInteger)
+		w.WriteError(errValueNotInt)
 		return
 	}
 	errTime := "ERR invalid expire time in '" + name + "' command"

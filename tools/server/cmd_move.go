@@ -237,6 +237,7 @@ func (s *Server) relocate(sess *session, w replier, e *entry, srcDB int, src str
 	}
 	moved.onDisk = false // its file is src's, not dst's
 	to.setLocked(dst, moved)
+	st.gen.Add(1)
 	st.mu.Unlock()
 	st.uploads.drop(uploadKey(dstDB, dst))
 	if move {
@@ -300,6 +301,7 @@ func cmdSwapDB(s *Server, sess *session, w replier, args [][]byte) {
 		} else {
 			swap()
 		}
+		st.gen.Add(1)
 		st.mu.Unlock()
 		st.uploads.dropAll()
 	}

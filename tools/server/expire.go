@@ -65,6 +65,7 @@ func (s *store) reapName(db int, name string) bool {
 		return false
 	}
 	d.removeLocked(name)
+	s.gen.Add(1)
 	if s.log != nil {
 		s.log.appendDelete(db, name)
 	}

@@ -78,6 +78,7 @@ func (s *Server) LoadFile(name, path string, replace bool) (FileLoad, error) {
 		}
 	}
 	st.dbs[0].setLocked(name, e)
+	st.gen.Add(1)
 	st.mu.Unlock()
 	out.Loaded, out.Replaced = true, old != nil
 	if st.log != nil {

@@ -70,6 +70,9 @@ type entry struct {
 	items   atomic.Uint64
 	deletes atomic.Uint64 // CF only
 	dirty   atomic.Bool   // changed since it was last saved
+	// access is when a command last named the key, in seconds since the
+	// server's start (OBJECT IDLETIME); stored at most once a second.
+	access atomic.Uint32
 
 	// mu orders the changes of a CF key and of a RedisBloom key: a
 	// change, its sequence number and its log record are one step under
@@ -528,6 +531,10 @@ type store struct {
 	// testSkew, set by tests, moves the clock of expiries this many
 	// milliseconds ahead.
 	testSkew atomic.Int64
+	// gen counts the changes of which keys exist (a key made or
+	// removed), so that a lookup cached for statistics (info_keyspace.go)
+	// knows when it may be stale.
+	gen atomic.Uint64
 }
 
 // nowMs is the time expiries are compared with, in Unix milliseconds.
@@ -636,6 +643,7 @@ func (s *store) getOrCreateLogged(db int, name string, build func() (*entry, err
 		pos = s.log.appendCreate(db, name, e)
 	}
 	d.setLocked(name, e)
+	s.gen.Add(1)
 	return e, true, pos, nil
 }
 
@@ -662,6 +670,7 @@ func (s *store) put(db int, name string, e *entry, dump []byte) (bool, uint64, e
 		}
 	}
 	d.setLocked(name, e)
+	s.gen.Add(1)
 	return true, pos, nil
 }
 
@@ -728,6 +737,7 @@ func (s *store) delOne(db int, name string, only func(*entry) bool) (removed, li
 	}
 	live = !e.expiredAt(s.nowMs())
 	d.removeLocked(name)
+	s.gen.Add(1)
 	if s.log != nil {
 		pos = s.log.appendDelete(db, name)
 	}
@@ -777,6 +787,7 @@ func (s *store) flush(dbs ...int) (uint64, error) {
 		old[i] = s.dbs[db].keys
 		s.dbs[db] = newDatabase()
 	}
+	s.gen.Add(1)
 	s.mu.Unlock()
 	for i, db := range dbs {
 		for name := range old[i] {
