@@ -19,10 +19,10 @@ func cmdSelectDB(s *Server, sess *session, w replier, args [][]byte) {
 }
 
 const (
-	errDBRange    = "ERR DB index is out of range"
+	errDBRange     = "ERR DB index is out of range"
 	errValueNotInt = "ERR value is not an integer or out of range"
-	errNoSuchKey  = "ERR no such key"
-	errSameObject = "ERR source and destination objects are the same"
+	errNoSuchKey   = "ERR no such key"
+	errSameObject  = "ERR source and destination objects are the same"
 )
 
 // parseDB parses a database's number as SELECT, COPY and MOVE do
