@@ -439,6 +439,8 @@ var moduleCommands = []*cmdMeta{
 	moduleCommandMeta("cf.scandump", moduleReadonly, aclRead|aclCuckoo),
 	moduleCommandMeta("cf.loadchunk", moduleWrite, aclWrite|aclCuckoo),
 	moduleCommandMeta("cf.info", moduleReadonly, aclRead|aclFast|aclCuckoo),
+	moduleCommandMeta("cf.compact", moduleWrite, aclWrite|aclCuckoo),
+	moduleCommandMeta("cf.debug", moduleReadonly, aclRead|aclCuckoo),
 }
 
 // sortedSubs returns a container's subcommands sorted by name.
