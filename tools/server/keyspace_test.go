@@ -344,6 +344,9 @@ func TestActiveExpiryFreesUntouchedKeys(t *testing.T) {
 		t.Fatalf("expired keys counted %d, want %d", got, 3*n)
 	}
 	info := c.run(t, "INFO")
+	if want := fmt.Sprintf("expired_keys:%d\r\n", 3*n); !strings.Contains(info, want) {
+		t.Fatalf("INFO lacks %q:\n%s", want, info)
+	}
 	for db := range 3 {
 		if want := fmt.Sprintf("db%d:keys=2,expires=1,avg_ttl=", db); !strings.Contains(info, want) {
 			t.Fatalf("INFO keyspace lacks %q:\n%s", want, info)
