@@ -221,15 +221,9 @@ func TestRedisBloomDumpsSurviveRestarts(t *testing.T) {
 	s, rdb := startOn(t, dir, Config{AppendFsync: "always"})
 	ctx := context.Background()
 	half := map[string][]string{} // the dump of each key halfway through the more items
-	crash := func(name string) string {
-		// Every reply was received under always: the log holds every
-		// change, and a copy of the directory is what a kill -9 leaves.
-		to := filepath.Join(t.TempDir(), name)
-		if out, err := exec.Command("cp", "-a", dir, to).CombinedOutput(); err != nil {
-			t.Fatalf("cp: %v %s", err, out)
-		}
-		return to
-	}
+	// Every reply was received under always: the log holds every change,
+	// and a copy of the directory is what a kill -9 leaves.
+	crash := func(name string) string { return copyDir(t, dir, name) }
 	for i, g := range golden {
 		key := "rb:" + g.Name
 		loadRBChunks(t, rdb, key, g)
@@ -279,6 +273,17 @@ func TestRedisBloomDumpsSurviveRestarts(t *testing.T) {
 			t.Errorf("%s: restored midway, the dump differs from the live one", key)
 		}
 	}
+}
+
+// copyDir copies the directory src, as it is, to a new directory called
+// name in the test's temporary directory, and returns its path.
+func copyDir(t *testing.T, src, name string) string {
+	t.Helper()
+	to := filepath.Join(t.TempDir(), name)
+	if out, err := exec.Command("cp", "-a", src, to).CombinedOutput(); err != nil {
+		t.Fatalf("cp: %v %s", err, out)
+	}
+	return to
 }
 
 // dumpOf is every chunk of a key's BF.SCANDUMP.
