@@ -104,20 +104,23 @@ func TestUnixSocketStaleAndForeignFiles(t *testing.T) {
 	}
 }
 
+// freeAddr is a loopback address whose port was free a moment ago.
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
 func TestListenAndServe(t *testing.T) {
 	p := newTestPKI(t)
-	free := func() string {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer ln.Close()
-		return ln.Addr().String()
-	}
 	path := filepath.Join(t.TempDir(), "s.sock")
 	tc := p.serverTLS()
 	tc.AuthClients = "no"
-	s, err := New(Config{Addr: free(), TLSAddr: free(), TLS: tc, UnixSocket: path})
+	s, err := New(Config{Addr: freeAddr(t), TLSAddr: freeAddr(t), TLS: tc, UnixSocket: path})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -225,18 +228,10 @@ func TestRedisPyTLSAndUnixSocket(t *testing.T) {
 // started first, and CLIENT LIST shows the socket's clients as Redis does.
 func TestListenersShareUsersAndStats(t *testing.T) {
 	p := newTestPKI(t)
-	free := func() string {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer ln.Close()
-		return ln.Addr().String()
-	}
 	path := filepath.Join(t.TempDir(), "s.sock")
 	tc := p.serverTLS()
 	tc.AuthClients = "no"
-	s, err := New(Config{Addr: free(), TLSAddr: free(), TLS: tc, UnixSocket: path, Password: "pw",
+	s, err := New(Config{Addr: freeAddr(t), TLSAddr: freeAddr(t), TLS: tc, UnixSocket: path, Password: "pw",
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		t.Fatal(err)
