@@ -52,6 +52,19 @@ wait_ping() {
 # cpu_ticks PID: utime+stime of the whole process, in clock ticks.
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 
+# cpu_run PID redis-benchmark-arguments... runs redis-benchmark -c 50
+# -r 1000000 --csv with the arguments and prints the CPU ticks PID took
+# over the run and redis-benchmark's last CSV line, unquoted:
+# "ticks|test,rps,avg,min,p50,p95,p99,max".
+cpu_run() {
+  local pid=$1 before after line
+  shift
+  before=$(cpu_ticks "$pid")
+  line=$(redis-benchmark -c 50 -r 1000000 --csv "$@" | tail -n 1 | tr -d '"')
+  after=$(cpu_ticks "$pid")
+  echo "$((after - before))|$line"
+}
+
 # rss_kb PID: the process's VmRSS in kB.
 rss_kb() { awk '/VmRSS/ {print $2}' "/proc/$1/status"; }
 

@@ -94,12 +94,10 @@ for round in $(seq "$rounds"); do
       cmd=$bcmd
       [ "$i" = 0 ] && cmd=$rcmd
       reset_peak "${spids[$i]}"
-      before=$(cpu_ticks "${spids[$i]}")
       # shellcheck disable=SC2086
-      line=$(redis-benchmark -p "${ports[$i]}" -c 50 -P "$pipe" -n "$n" -r 1000000 --csv $cmd | tail -n 1 | tr -d '"')
-      after=$(cpu_ticks "${spids[$i]}")
+      run=$(cpu_run "${spids[$i]}" -p "${ports[$i]}" -P "$pipe" -n "$n" $cmd)
       # round|name|case|pipe|n|ticks|peak kB|command|test,rps,avg,min,p50,p95,p99,max
-      echo "$round|${names[$i]}|$label|$pipe|$n|$((after - before))|$(peak_kb "${spids[$i]}")|${cmd%% *}|$line" >>"$work/results"
+      echo "$round|${names[$i]}|$label|$pipe|$n|${run%%|*}|$(peak_kb "${spids[$i]}")|${cmd%% *}|${run#*|}" >>"$work/results"
     done
   done
   # Alternate which server goes first in each case.

@@ -45,10 +45,7 @@ for round in $(seq "$rounds"); do
         serve_pid=$!
         wait_ping "$port"
         redis-cli -p "$port" BF.RESERVE bench 0.01 1000000 >/dev/null
-        before=$(cpu_ticks "$serve_pid")
-        line=$(redis-benchmark -p "$port" -c 50 -P "$pipe" -n "$n" -r 1000000 --csv BF.ADD bench __rand_int__ |
-          tail -n 1 | tr -d '"')
-        after=$(cpu_ticks "$serve_pid")
+        run=$(cpu_run "$serve_pid" -p "$port" -P "$pipe" -n "$n" BF.ADD bench __rand_int__)
         sleep 1.2 # everysec writes within a second
         log_bytes=0
         for f in "$work"/data/appendonly-*.ohbl; do
@@ -56,8 +53,8 @@ for round in $(seq "$rounds"); do
         done
         kill "$serve_pid"; wait "$serve_pid" 2>/dev/null || true
         # test,rps,avg,min,p50,p95,p99,max
-        awk -F, -v s="$sname" -v name="$name" -v pipe="$pipe" -v t=$((after - before)) -v tck="$tck" -v n="$n" -v lb="${log_bytes:-0}" \
-          '{ printf "%s|%s|%s|%.0f|%.3f|%.1f|%s|%s\n", s, name, pipe, $2, t / tck / n * 1e6, lb / n, $5, $7 }' <<<"$line" >>"$work/results"
+        awk -F, -v s="$sname" -v name="$name" -v pipe="$pipe" -v t="${run%%|*}" -v tck="$tck" -v n="$n" -v lb="${log_bytes:-0}" \
+          '{ printf "%s|%s|%s|%.0f|%.3f|%.1f|%s|%s\n", s, name, pipe, $2, t / tck / n * 1e6, lb / n, $5, $7 }' <<<"${run#*|}" >>"$work/results"
       done
     done
   done

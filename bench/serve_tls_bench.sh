@@ -105,12 +105,10 @@ for round in $(seq "$rounds"); do
       fi
       cmd="BF.EXISTS bench __rand_int__"
       [ "$i" = 0 ] && cmd="SISMEMBER bench __rand_int__"
-      before=$(cpu_ticks "${spids[$i]}")
       # shellcheck disable=SC2086
-      line=$(redis-benchmark -p "$p" "${extra[@]}" -c 50 -P "$pipe" -n "$n" -r 1000000 --csv $cmd | tail -n 1 | tr -d '"')
-      after=$(cpu_ticks "${spids[$i]}")
+      run=$(cpu_run "${spids[$i]}" -p "$p" "${extra[@]}" -P "$pipe" -n "$n" $cmd)
       # round|name|transport|pipe|n|ticks|command|test,rps,...
-      echo "$round|${names[$i]}|$transport|$pipe|$n|$((after - before))|${cmd%% *}|$line" >>"$work/results"
+      echo "$round|${names[$i]}|$transport|$pipe|$n|${run%%|*}|${cmd%% *}|${run#*|}" >>"$work/results"
     done
   done
   order=($(printf '%s\n' "${order[@]}" | tac))

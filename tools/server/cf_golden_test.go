@@ -214,30 +214,26 @@ func replayCFGolden(t *testing.T, rdb *redis.Client, g *redisbloomtest.Cuckoo, k
 
 func TestCuckooGoldenThroughTheServer(t *testing.T) {
 	golden := redisbloomtest.LoadCuckoo(t, "../..")
-	for _, proto := range []int{2, 3} {
-		t.Run(fmt.Sprint("RESP", proto), func(t *testing.T) {
-			_, addr := start(t, Config{})
-			rdb := client(t, addr, func(o *redis.Options) { o.Protocol = proto })
-			ctx := context.Background()
-			for _, g := range golden {
-				key := "cf:" + g.Name
-				replayCFGolden(t, rdb, g, key)
-				if typ, _ := rdb.Type(ctx, key).Result(); typ != "MBbloomCF" {
-					t.Fatalf("%s: TYPE %q", key, typ)
-				}
-				checkCFState(t, rdb, g, key, &g.CuckooRun)
-				checkCFReplies(t, key, runCFScript(t, rdb, g, key, &g.AfterMore), g.AfterMore.Replies)
-				checkCFState(t, rdb, g, key, &g.AfterMore)
-
-				loaded := "load:" + g.Name
-				loadCFChunks(t, rdb, loaded, &g.CuckooRun)
-				checkCFState(t, rdb, g, loaded, &g.CuckooRun)
-				checkCFReplies(t, loaded, runCFScript(t, rdb, g, loaded, &g.AfterMore), g.AfterMore.Replies)
-				checkCFState(t, rdb, g, loaded, &g.AfterMore)
-				if testing.Short() && proto == 2 {
-					break // the loads of one file in RESP2; every file in RESP3
-				}
+	inEachProtocol(t, func(t *testing.T, rdb *redis.Client, proto int) {
+		ctx := context.Background()
+		for _, g := range golden {
+			key := "cf:" + g.Name
+			replayCFGolden(t, rdb, g, key)
+			if typ, _ := rdb.Type(ctx, key).Result(); typ != "MBbloomCF" {
+				t.Fatalf("%s: TYPE %q", key, typ)
 			}
-		})
-	}
+			checkCFState(t, rdb, g, key, &g.CuckooRun)
+			checkCFReplies(t, key, runCFScript(t, rdb, g, key, &g.AfterMore), g.AfterMore.Replies)
+			checkCFState(t, rdb, g, key, &g.AfterMore)
+
+			loaded := "load:" + g.Name
+			loadCFChunks(t, rdb, loaded, &g.CuckooRun)
+			checkCFState(t, rdb, g, loaded, &g.CuckooRun)
+			checkCFReplies(t, loaded, runCFScript(t, rdb, g, loaded, &g.AfterMore), g.AfterMore.Replies)
+			checkCFState(t, rdb, g, loaded, &g.AfterMore)
+			if testing.Short() && proto == 2 {
+				break // the loads of one file in RESP2; every file in RESP3
+			}
+		}
+	})
 }
