@@ -10,10 +10,10 @@ import (
 	"github.com/zeebo/xxh3"
 )
 
-// lender is a reader that lends the blocks a decoder asks for in place
-// (Filter.ReadFrom's InPlace): each as a copy of the next n bytes in
-// memory of its own, 64-byte aligned, or misaligned by 8 bytes with
-// skew, so that the decoder must copy them.
+// lender is a reader that lends the memory of the blocks a decoder is
+// about to read (Filter.ReadFrom's InPlace): a copy of the next n bytes in
+// memory of its own, 64-byte aligned, or misaligned by 8 bytes with skew,
+// which the decoder must not use.
 type lender struct {
 	r    *bytes.Reader
 	skew bool
@@ -31,7 +31,8 @@ func (l *lender) InPlace(n int) []byte {
 		mem = mem[8:]
 	}
 	mem = mem[:n]
-	io.ReadFull(l.r, mem)
+	at, _ := l.r.Seek(0, io.SeekCurrent)
+	l.r.ReadAt(mem, at)
 	l.lent = append(l.lent, mem)
 	return mem
 }

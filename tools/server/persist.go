@@ -556,7 +556,7 @@ func (s *store) save(force bool) error {
 	for _, name := range names {
 		saved[filepath.Base(s.path(name))] = true
 		e := s.get(name)
-		if e == nil || !(e.dirty.Swap(false) || force) {
+		if e == nil || !(e.dirty.Swap(false) || force || e.oldRecord.Load()) {
 			continue
 		}
 		if err := s.saveKey(name, e); err != nil {
@@ -630,6 +630,7 @@ func (s *store) saveKey(name string, e *entry) error {
 		return fmt.Errorf("saving key '%s': %w", quoteArg([]byte(name)), err)
 	}
 	e.onDisk = true
+	e.oldRecord.Store(false)
 	return nil
 }
 

@@ -77,6 +77,14 @@ type entry struct {
 	// onDisk says a save wrote this entry's file; guarded by the key's
 	// stripe lock (store.stripe).
 	onDisk bool
+	// oldRecord says the key was read from a record of version 1 or 2,
+	// whose blocks a start cannot map: the next save writes it again,
+	// in the current version, whether it changed or not.
+	oldRecord atomic.Bool
+	// file is the data file the start mapped the filter's blocks from
+	// (mapped.go), or nil. The mapping goes once the filter is
+	// unreachable, not with the entry.
+	file *mapping
 }
 
 // markDirty records a change. It loads before it stores so that a hot key
@@ -194,7 +202,8 @@ func (e *entry) decrementItems() bool {
 
 // The record of one key, on disk and in BF.SCANDUMP's chunks:
 //
-//	0   magic "OHBSRV" and version (big-endian): 0x0002; 0x0001 is read too
+//	0   magic "OHBSRV" and version (big-endian): 0x0003; 0x0001 and
+//	    0x0002 are read too
 //	8   kind (1 scalable, 2 fixed, 3 counting, 4 RedisBloom), 7 zero bytes
 //	16  items, little-endian uint64 (scalable and RedisBloom keys: written
 //	    for a reader's information, read from the filter)
@@ -207,10 +216,15 @@ func (e *entry) decrementItems() bool {
 //	    persist.go
 //	64  the key (at 56 in version 1)
 //	    XXH3_64bits of everything above
+//	    (version 3) zero bytes up to the next multiple of 64
 //	    the filter, as its WriteTo writes it (with its own checksum); for
-//	    a RedisBloom key, redisbloom.Filter's MarshalBinary format
+//	    a RedisBloom key, redisbloom.Filter's MarshalBinary format; in
+//	    version 3, a scalable filter's encoding has zero bytes before each
+//	    stage up to the next multiple of 64 from the record's start, so
+//	    that every block array starts 64-byte aligned (record_align.go)
 const (
-	recordMagic   = "OHBSRV\x00\x02"
+	recordMagic   = "OHBSRV\x00\x03"
+	recordMagicV2 = "OHBSRV\x00\x02"
 	recordMagicV1 = "OHBSRV\x00\x01"
 	recordFixed   = 64
 	recordFixedV1 = 56
@@ -238,9 +252,15 @@ func writeRecord(w io.Writer, name string, e *entry) (int64, error) {
 	le.PutUint64(head[56:], e.seq)
 	head = append(head, name...)
 	head = le.AppendUint64(head, xxh3.Hash(head))
+	head = append(head, zeros[:pad(uint64(len(head)))]...)
 	n, err := w.Write(head)
 	if err != nil {
 		return int64(n), err
+	}
+	if e.kind == kindScalable {
+		p := &stagePadder{w: w, off: uint64(len(head)), layout: newStageLayout()}
+		_, err := e.writeFilter(p)
+		return int64(p.off), err
 	}
 	m, err := e.writeFilter(w)
 	return int64(n) + m, err
@@ -279,9 +299,10 @@ func readRecord(r io.Reader) (string, *entry, error) {
 	if string(head[:6]) != recordMagic[:6] {
 		return "", nil, errNotRecord
 	}
-	fixed := recordFixed
+	fixed, aligned := recordFixed, false
 	switch string(head[:8]) {
-	case recordMagic:
+	case recordMagic, recordMagicV2:
+		aligned = string(head[:8]) == recordMagic
 		if _, err := io.ReadFull(r, head[recordFixedV1:]); err != nil {
 			return "", nil, fmt.Errorf("%w: truncated header", errCorrupt)
 		}
@@ -305,7 +326,20 @@ func readRecord(r io.Reader) (string, *entry, error) {
 	if got, rec := sum.Sum64(), le.Uint64(rest[nameLen:]); got != rec {
 		return "", nil, fmt.Errorf("%w: header hashes to %#x, recorded %#x", errCorrupt, got, rec)
 	}
+	start := uint64(fixed) + uint64(nameLen) + 8 // where the filter starts
+	if aligned {
+		n := pad(start)
+		var z [64]byte
+		if _, err := io.ReadFull(r, z[:n]); err != nil {
+			return "", nil, fmt.Errorf("%w: truncated header", errCorrupt)
+		}
+		start += n
+		if z != ([64]byte{}) {
+			return "", nil, fmt.Errorf("%w: the padding after the header is not zero", errCorrupt)
+		}
+	}
 	e := &entry{kind: kind(head[8]), capacity: le.Uint64(head[32:]), errorRate: math.Float64frombits(le.Uint64(head[40:]))}
+	e.oldRecord.Store(!aligned)
 	e.items.Store(le.Uint64(head[16:]))
 	e.deletes.Store(le.Uint64(head[24:]))
 	if fixed == recordFixed {
@@ -315,7 +349,11 @@ func readRecord(r io.Reader) (string, *entry, error) {
 	switch e.kind {
 	case kindScalable:
 		e.scalable = new(ohbloom.AtomicScalableFilter)
-		_, err = e.scalable.ReadFrom(r)
+		if aligned {
+			_, err = e.scalable.ReadFrom(&stageUnpadder{r: r, off: start, layout: newStageLayout()})
+		} else {
+			_, err = e.scalable.ReadFrom(r)
+		}
 	case kindFixed:
 		e.fixed = new(ohbloom.AtomicFilter)
 		_, err = e.fixed.ReadFrom(r)
@@ -362,6 +400,8 @@ type store struct {
 	lastSave    atomic.Int64
 	oldSegments bool   // log segments on disk that a save must remove (the log is off)
 	persist     Config // the settings load and the limits read
+
+	mappedFiles int // data files the start serves mapped (restore.go)
 
 	uploads uploads
 	dumps   dumps
