@@ -257,6 +257,7 @@ func cmdInfo(s *Server, _ *session, w replier, _ [][]byte) {
 		Version, int64(time.Since(s.started).Seconds()))
 	fmt.Fprintf(&b, "# Clients\r\nconnected_clients:%d\r\nmaxclients:%d\r\n", s.clients.Load(), s.cfg.MaxClients)
 	fmt.Fprintf(&b, "# Memory\r\nused_memory_filters:%d\r\n", s.store.sizeBytes())
+	fmt.Fprintf(&b, "mapped_data_files:%d\r\nmapped_data_bytes:%d\r\n", mapped.Load(), mappedBytes.Load())
 	s.infoPersistence(&b)
 	fmt.Fprintf(&b, "# Keyspace\r\n")
 	if n := s.store.len(); n > 0 {

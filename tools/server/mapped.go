@@ -45,9 +45,10 @@ type mapping struct {
 	gone   atomic.Bool  // retired
 }
 
-// mapped counts the mappings in use, retired the ones retired: for INFO
-// and the tests.
-var mapped, retired atomic.Int64
+// mapped counts the data files mapped (INFO's mapped_data_files: those
+// a filter is served from, and for a moment those being read at start),
+// mappedBytes their size.
+var mapped, mappedBytes atomic.Int64
 
 // testRetire, set by tests, runs after each mapping is retired.
 var testRetire atomic.Pointer[func(*mapping)]
@@ -55,7 +56,6 @@ var testRetire atomic.Pointer[func(*mapping)]
 // own gives the mapping to the filter objects of e, and retires it once
 // none is reachable.
 func (m *mapping) own(e *entry) {
-	e.file = m
 	switch e.kind {
 	case kindFixed:
 		m.owners.Store(1)
@@ -71,7 +71,9 @@ func (m *mapping) own(e *entry) {
 		}
 	default:
 		m.drop() // nothing holds blocks in it
+		return
 	}
+	e.file = m
 }
 
 // release is the cleanup of one owner.

@@ -24,6 +24,7 @@ func mapFile(f *os.File, size int64) *mapping {
 		return nil
 	}
 	mapped.Add(1)
+	mappedBytes.Add(size)
 	return &mapping{mem: unsafe.Slice((*byte)(addr), int(size))}
 }
 
@@ -31,6 +32,7 @@ func mapFile(f *os.File, size int64) *mapping {
 func (m *mapping) drop() {
 	unix.MunmapPtr(unsafe.Pointer(unsafe.SliceData(m.mem)), uintptr(len(m.mem)))
 	mapped.Add(-1)
+	mappedBytes.Add(-int64(len(m.mem)))
 }
 
 // retire maps fresh anonymous memory over the mapping (see mapped.go):
@@ -40,7 +42,7 @@ func (m *mapping) retire() {
 		unix.MAP_PRIVATE|unix.MAP_ANONYMOUS|unix.MAP_FIXED|unix.MAP_NORESERVE)
 	if err == nil {
 		mapped.Add(-1)
-		retired.Add(1)
+		mappedBytes.Add(-int64(len(m.mem)))
 	}
 	m.gone.Store(true)
 	if f := testRetire.Load(); f != nil {
