@@ -47,7 +47,9 @@ func TestReadFromInPlace(t *testing.T) {
 	for i := range 3000 {
 		f.AddString(fmt.Sprint(i))
 	}
-	enc, _ := f.MarshalBinary()
+	var buf bytes.Buffer
+	f.WriteTo(&buf)
+	enc := buf.Bytes()
 	for _, skew := range []bool{false, true} {
 		l := &lender{r: bytes.NewReader(enc), skew: skew}
 		var g AtomicFilter
@@ -142,7 +144,7 @@ func TestReadFromInPlaceScalable(t *testing.T) {
 	}
 	stage := bad[at : at+one.Len()]
 	stage[headerSize+64] ^= 1
-	var h AtomicFilter
+	var h Filter
 	if err := h.UnmarshalBinary(stage); err == nil {
 		t.Fatal("the changed stage decodes")
 	}
