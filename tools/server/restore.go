@@ -4,13 +4,14 @@ package server
 // memory (docs/server.md, "What a restart costs").
 //
 // Each key's file is mapped, private and copy-on-write (mapped.go), and
-// its record decoded from the mapping: the decoders check every checksum
-// there and keep the blocks where they are (record version 3 starts every
-// block array 64-byte aligned, record_align.go), so a filter answers from
-// the file's pages in the page cache, with no copy and no fresh memory for
-// the kernel to clear, which was most of a start's time. A key answers
-// only from bits that were verified: the server listens once every file
-// is read and checked. The files are read on every core at once.
+// read once through a small buffer, which checks every checksum; the
+// decoders keep the mapped memory of the blocks instead of copying them
+// (record version 3 starts every block array 64-byte aligned,
+// record_align.go). So a filter answers from the file's pages in the page
+// cache, with no copy and no fresh memory for the kernel to clear, which
+// was most of a start's time. A key answers only from bits that were
+// verified: the server listens once every file is read and checked. The
+// files are read on every core at once.
 //
 // Where a file cannot be mapped (not Linux, a big-endian CPU, a failed
 // mmap) it is read into memory allocated once at the filter's size: the
