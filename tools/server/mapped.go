@@ -40,15 +40,31 @@ import (
 
 // mapping is one data file mapped at start.
 type mapping struct {
-	mem    []byte       // the whole file, from its first byte
-	owners atomic.Int64 // filter objects holding blocks in it
-	gone   atomic.Bool  // retired
+	mem     []byte                      // the whole file, from its first byte
+	owners  atomic.Int64                // filter objects holding blocks in it
+	gone    atomic.Bool                 // retired
+	account atomic.Pointer[mappedCount] // the store's count it is in
 }
 
-// mapped counts the data files mapped (INFO's mapped_data_files: those
-// a filter is served from, and for a moment those being read at start),
-// mappedBytes their size.
-var mapped, mappedBytes atomic.Int64
+// mappedCount counts a store's data files that filters are served from
+// (INFO's mapped_data_files and mapped_data_bytes; used_memory counts the
+// bytes).
+type mappedCount struct{ files, bytes atomic.Int64 }
+
+// add counts m, until it is retired.
+func (c *mappedCount) add(m *mapping) {
+	c.files.Add(1)
+	c.bytes.Add(int64(len(m.mem)))
+	m.account.Store(c)
+}
+
+// uncount takes a retired m out of its store's count.
+func (m *mapping) uncount() {
+	if c := m.account.Swap(nil); c != nil {
+		c.files.Add(-1)
+		c.bytes.Add(-int64(len(m.mem)))
+	}
+}
 
 // testRetire, set by tests, runs after each mapping is retired.
 var testRetire atomic.Pointer[func(*mapping)]

@@ -23,16 +23,12 @@ func mapFile(f *os.File, size int64) *mapping {
 	if err != nil {
 		return nil
 	}
-	mapped.Add(1)
-	mappedBytes.Add(size)
 	return &mapping{mem: unsafe.Slice((*byte)(addr), int(size))}
 }
 
 // drop unmaps a mapping that no filter holds blocks in.
 func (m *mapping) drop() {
 	unix.MunmapPtr(unsafe.Pointer(unsafe.SliceData(m.mem)), uintptr(len(m.mem)))
-	mapped.Add(-1)
-	mappedBytes.Add(-int64(len(m.mem)))
 }
 
 // retire maps fresh anonymous memory over the mapping (see mapped.go):
@@ -40,10 +36,10 @@ func (m *mapping) drop() {
 func (m *mapping) retire() {
 	_, err := unix.MmapPtr(-1, 0, unsafe.Pointer(unsafe.SliceData(m.mem)), uintptr(len(m.mem)), unix.PROT_READ|unix.PROT_WRITE,
 		unix.MAP_PRIVATE|unix.MAP_ANONYMOUS|unix.MAP_FIXED|unix.MAP_NORESERVE)
-	if err == nil {
-		mapped.Add(-1)
-		mappedBytes.Add(-int64(len(m.mem)))
+	if err != nil {
+		return // the file stays mapped: memory held, but no fault
 	}
+	m.uncount()
 	m.gone.Store(true)
 	if f := testRetire.Load(); f != nil {
 		(*f)(m)

@@ -332,6 +332,9 @@ func TestMappedKeysLifetime(t *testing.T) {
 			}
 		}
 	}
+	if got := s.store.mapped.files.Load(); got != 2 {
+		t.Errorf("INFO counts %d data files mapped, want the 2 stable keys'", got)
+	}
 	for _, k := range keys[:2] {
 		if files[k].gone.Load() {
 			t.Errorf("the mapping of %s, still in use, was retired", k)

@@ -105,6 +105,7 @@ func (s *store) loadRecords(paths []string) error {
 	for _, r := range out {
 		if r.mapped {
 			s.mappedFiles++
+			s.mapped.add(r.e.file)
 		}
 		r.e.onDisk = true
 		s.keys[r.key] = r.e

@@ -70,6 +70,9 @@ type entry struct {
 	items   atomic.Uint64
 	deletes atomic.Uint64 // CF only
 	dirty   atomic.Bool   // changed since it was last saved
+	// access is when a command last named the key, in seconds since the
+	// server's start (OBJECT IDLETIME); stored at most once a second.
+	access atomic.Uint32
 
 	// mu orders the changes of a CF key and of a RedisBloom key: a
 	// change, its sequence number and its log record are one step under
@@ -420,11 +423,16 @@ type store struct {
 	oldSegments bool   // log segments on disk that a save must remove (the log is off)
 	persist     Config // the settings load and the limits read
 
-	mappedFiles int // data files the start serves mapped (restore.go)
+	mappedFiles int         // data files the start served mapped (restore.go)
+	mapped      mappedCount // those still served so (mapped.go)
 
 	uploads uploads
 	dumps   dumps
-	now     func() time.Time // the clock of expiries, replaced by tests
+	// gen counts the changes of which keys exist (a key made or
+	// removed), so that a lookup cached for statistics (info_keyspace.go)
+	// knows when it may be stale.
+	gen atomic.Uint64
+	now func() time.Time // the clock of expiries, replaced by tests
 }
 
 // fileHash names a key's file: its XXH3-128, so that any key, however long
@@ -494,6 +502,7 @@ func (s *store) getOrCreateLogged(name string, build func() (*entry, error)) (*e
 	}
 	s.keys[name] = e
 	s.index.add(name)
+	s.gen.Add(1)
 	return e, true, pos, nil
 }
 
@@ -518,6 +527,7 @@ func (s *store) put(name string, e *entry, dump []byte) (bool, uint64, error) {
 	}
 	s.keys[name] = e
 	s.index.add(name)
+	s.gen.Add(1)
 	return true, pos, nil
 }
 
@@ -575,6 +585,7 @@ func (s *store) delOne(name string) (bool, uint64, error) {
 	}
 	delete(s.keys, name)
 	s.index.remove(name)
+	s.gen.Add(1)
 	var pos uint64
 	if s.log != nil {
 		pos = s.log.appendDelete(name)
@@ -602,6 +613,7 @@ func (s *store) flush() (uint64, error) {
 	old := s.keys
 	s.keys = map[string]*entry{}
 	s.index.reset()
+	s.gen.Add(1)
 	s.mu.Unlock()
 	for name := range old {
 		lock := s.stripeOf(name)
