@@ -56,7 +56,7 @@ func copyDir(t testing.TB, from, to string) {
 	}
 }
 
-// v2Keys checks the keys of testdata/datadir-v2, which ohbloom serve of
+// v2Keys checks the keys of testdata/datadir-7e72778, which ohbloom serve of
 // 7e72778 (record version 2) wrote: a scalable key of 4 stages holding
 // s26..s1025, a NONSCALING key holding f1..f300, a CF key holding c2..c200,
 // and a key with a long name holding k1.
@@ -96,15 +96,15 @@ func recordVersions(t *testing.T, dir string) map[byte]int {
 // after maps them all.
 func TestOlderRecordsLoadAndAreRewritten(t *testing.T) {
 	dir := t.TempDir()
-	copyDir(t, filepath.Join("testdata", "datadir-v2"), dir)
+	copyDir(t, filepath.Join("testdata", "datadir-7e72778"), dir)
 	if got := recordVersions(t, dir); got[2] != 4 {
 		t.Fatalf("record versions in the test data: %v", got)
 	}
 	s := newDirServer(t, dir)
 	v2Keys(t, s)
 	mustCall(t, s, "+OK\r\n", "SAVE")
-	if got := recordVersions(t, dir); got[3] != 4 {
-		t.Fatalf("record versions after a save: %v, want 4 of version 3", got)
+	if got := recordVersions(t, dir); got[4] != 4 {
+		t.Fatalf("record versions after a save: %v, want 4 of version 4", got)
 	}
 	s.Shutdown(t.Context())
 	s = newDirServer(t, dir)
@@ -133,7 +133,7 @@ func TestRecordBlocksAligned(t *testing.T) {
 	mustCall(t, s, "+OK\r\n", "BF.RESERVE", "fx", "0.01", "500", "NONSCALING")
 	mustCall(t, s, "+OK\r\n", "CF.RESERVE", "cf", "500")
 	call(s, "CF.ADD", "cf", "x")
-	stages := s.store.get("sc").scalable.Stages()
+	stages := s.store.get(0, "sc").scalable.Stages()
 	if stages < 3 {
 		t.Fatalf("%d stages", stages)
 	}
@@ -141,23 +141,23 @@ func TestRecordBlocksAligned(t *testing.T) {
 		key   string
 		lends int
 	}{{"sc", stages}, {"fx", 1}, {"cf", 0}} { // a CF key is a cuckoo filter, read into memory
-		e := s.store.get(k.key)
+		e := s.store.get(0, k.key)
 		for n := range 70 { // every length of name mod 64
 			name := string(bytes.Repeat([]byte{'n'}, n))
 			var b bytes.Buffer
-			if _, err := writeRecord(&b, name, e); err != nil {
+			if _, err := writeRecordIn(&b, 0, name, e); err != nil {
 				t.Fatal(err)
 			}
 			mem := alignedCopy(b.Bytes())
 			r := &countingLender{mappedReader: mappedReader{r: bytes.NewReader(mem), mem: mem}}
-			got, e2, err := readRecord(r)
+			got, _, e2, err := readRecord(r)
 			if err != nil || got != name || r.pos != len(mem) {
 				t.Fatalf("%s, name of %d: %v, %q, read %d of %d", k.key, n, err, got, r.pos, len(mem))
 			}
 			if r.lends != k.lends {
 				t.Fatalf("%s, name of %d: %d block arrays lent, want %d", k.key, n, r.lends, k.lends)
 			}
-			_, plain, err := readRecord(bytes.NewReader(b.Bytes()))
+			_, _, plain, err := readRecord(bytes.NewReader(b.Bytes()))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -171,10 +171,10 @@ func TestRecordBlocksAligned(t *testing.T) {
 	}
 	// The padding is checked: a byte of it changed is refused.
 	var b bytes.Buffer
-	writeRecord(&b, "sc", s.store.get("sc"))
+	writeRecordIn(&b, 0, "sc", s.store.get(0, "sc"))
 	rec := b.Bytes()
 	rec[recordFixed+2+8+1] = 1 // in the padding after the header
-	if _, _, err := readRecord(bytes.NewReader(rec)); err == nil {
+	if _, _, _, err := readRecord(bytes.NewReader(rec)); err == nil {
 		t.Fatal("nonzero padding after the header read")
 	}
 }
@@ -249,7 +249,7 @@ func TestMappedKeysLifetime(t *testing.T) {
 	}
 	files := map[string]*mapping{}
 	for i, k := range keys {
-		if files[k] = s.store.get(k).file; (files[k] == nil) != (i == 2) {
+		if files[k] = s.store.get(0, k).file; (files[k] == nil) != (i == 2) {
 			t.Fatalf("key %s served mapped: %v", k, files[k] != nil)
 		}
 	}
@@ -369,10 +369,10 @@ func FuzzRecord(f *testing.F) {
 	call(s, "CF.ADD", "cf", "a")
 	for _, k := range []string{"sc", "fx", "cf"} {
 		var b bytes.Buffer
-		writeRecord(&b, k, s.store.get(k))
+		writeRecordIn(&b, 0, k, s.store.get(0, k))
 		f.Add(b.Bytes())
 	}
-	paths, _ := filepath.Glob(filepath.Join("testdata", "datadir-v2", "*"+recordFileExt))
+	paths, _ := filepath.Glob(filepath.Join("testdata", "datadir-7e72778", "*"+recordFileExt))
 	for _, p := range paths {
 		b, err := os.ReadFile(p)
 		if err != nil {
@@ -381,9 +381,9 @@ func FuzzRecord(f *testing.F) {
 		f.Add(b)
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		name, e, err := readRecord(bytes.NewReader(data))
+		name, db, e, err := readRecord(bytes.NewReader(data))
 		mem := alignedCopy(data)
-		lname, le, lerr := readRecord(&mappedReader{r: bytes.NewReader(mem), mem: mem})
+		lname, _, le, lerr := readRecord(&mappedReader{r: bytes.NewReader(mem), mem: mem})
 		if (err == nil) != (lerr == nil) || err != nil && err.Error() != lerr.Error() {
 			t.Fatalf("read: %v; lent: %v", err, lerr)
 		}
@@ -397,10 +397,10 @@ func FuzzRecord(f *testing.F) {
 			t.Fatal("read and lent decode differently")
 		}
 		var again bytes.Buffer
-		if _, err := writeRecord(&again, name, e); err != nil {
+		if _, err := writeRecordIn(&again, db, name, e); err != nil {
 			t.Fatal(err)
 		}
-		name2, e2, err := readRecord(bytes.NewReader(again.Bytes()))
+		name2, _, e2, err := readRecord(bytes.NewReader(again.Bytes()))
 		if err != nil {
 			t.Fatalf("a record written again does not read: %v", err)
 		}

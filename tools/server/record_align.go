@@ -1,6 +1,6 @@
 package server
 
-// The alignment of a record's blocks (record version 3, store.go): every
+// The alignment of a record's blocks (record version 4, store.go): every
 // block array of a key's filter starts 64-byte aligned from the record's
 // start, so that a start can map a data file and serve the filter from
 // the mapping (restore.go). The record's header is padded with zeros to a

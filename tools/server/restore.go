@@ -6,7 +6,7 @@ package server
 // Each key's file is mapped, private and copy-on-write (mapped.go), and
 // read once through a small buffer, which checks every checksum; the
 // decoders keep the mapped memory of the blocks instead of copying them
-// (record version 3 starts every block array 64-byte aligned,
+// (record version 4 starts every block array 64-byte aligned,
 // record_align.go). So a filter answers from the file's pages in the page
 // cache, with no copy and no fresh memory for the kernel to clear, which
 // was most of a start's time. A key answers only from bits that were
@@ -53,6 +53,7 @@ func (r *sizedFile) Len() int { return int(min(max(r.left, 0), math.MaxInt)) }
 // loaded is one data file read back.
 type loaded struct {
 	key    string
+	db     int
 	e      *entry
 	mapped bool // the filter is served from the file, mapped
 	err    error
@@ -81,10 +82,12 @@ func (s *store) loadRecords(paths []string) error {
 					return
 				}
 				r := &out[j]
-				r.key, r.e, r.mapped, r.err = loadRecord(paths[j])
+				r.key, r.db, r.e, r.mapped, r.err = loadRecord(paths[j])
 				if r.err != nil {
 					r.err = fmt.Errorf("server: data file %s: %w", paths[j], r.err)
-				} else if want := s.path(r.key); filepath.Base(want) != filepath.Base(paths[j]) {
+				} else if r.db >= len(s.dbs) {
+					r.err = fmt.Errorf("server: data file %s holds key %q of database %d, but the server has %d databases: start it with --databases %d or more", paths[j], r.key, r.db, len(s.dbs), r.db+1)
+				} else if want := s.pathOf(r.db, r.key); filepath.Base(want) != filepath.Base(paths[j]) {
 					r.err = fmt.Errorf("server: data file %s holds key %q, whose file is %s", paths[j], r.key, want)
 				}
 				if r.err != nil {
@@ -102,13 +105,19 @@ func (s *store) loadRecords(paths []string) error {
 		}
 	}
 	grown := false
+	// A file names its database's identity (store.ident): its keys are
+	// in the database that has it now.
+	index := make([]int, len(s.dbs))
+	for db := range s.dbs {
+		index[s.identOf(db)] = db
+	}
 	for _, r := range out {
 		if r.mapped {
 			s.mappedFiles++
 			s.mapped.add(r.e.file)
 		}
 		r.e.onDisk = true
-		s.keys[r.key] = r.e
+		s.dbs[index[r.db]].keys[r.key] = r.e
 		grown = grown || r.e.kind == kindRedisBloom || r.e.kind == kindCuckoo
 	}
 	if grown {
@@ -121,36 +130,36 @@ func (s *store) loadRecords(paths []string) error {
 }
 
 // loadRecord reads one data file, mapped where it can be.
-func loadRecord(path string) (string, *entry, bool, error) {
+func loadRecord(path string) (string, int, *entry, bool, error) {
 	f, err := openRegular(path)
 	if err != nil {
-		return "", nil, false, err
+		return "", 0, nil, false, err
 	}
 	defer f.Close()
 	st, err := f.Stat()
 	if err != nil {
-		return "", nil, false, err
+		return "", 0, nil, false, err
 	}
 	if m := mapFile(f, st.Size()); m != nil {
 		return loadMapped(f, m)
 	}
 	r := &sizedFile{f: f, left: st.Size()}
-	name, e, err := readRecord(r)
+	name, db, e, err := readRecord(r)
 	if err != nil {
-		return "", nil, false, err
+		return "", 0, nil, false, err
 	}
 	var one [1]byte
 	if _, err := io.ReadFull(f, one[:]); err != io.EOF {
-		return "", nil, false, fmt.Errorf("%w: bytes after the filter", errCorrupt)
+		return "", 0, nil, false, fmt.Errorf("%w: bytes after the filter", errCorrupt)
 	}
-	return name, e, false, nil
+	return name, db, e, false, nil
 }
 
 // loadMapped decodes a mapped data file, and gives the mapping to the
 // filter it lent blocks to, or unmaps it.
-func loadMapped(f *os.File, m *mapping) (string, *entry, bool, error) {
+func loadMapped(f *os.File, m *mapping) (string, int, *entry, bool, error) {
 	r := &mappedReader{r: f, mem: m.mem}
-	name, e, err := readRecord(r)
+	name, db, e, err := readRecord(r)
 	if err == nil {
 		var one [1]byte
 		if n, _ := io.ReadFull(f, one[:]); n > 0 || r.pos != len(m.mem) {
@@ -159,12 +168,12 @@ func loadMapped(f *os.File, m *mapping) (string, *entry, bool, error) {
 	}
 	if err != nil {
 		m.drop()
-		return "", nil, false, err
+		return "", 0, nil, false, err
 	}
 	if !r.lent {
 		m.drop() // an older record, copied
-		return name, e, false, nil
+		return name, db, e, false, nil
 	}
 	m.own(e)
-	return name, e, true, nil
+	return name, db, e, true, nil
 }
