@@ -136,7 +136,7 @@ func TestCuckooSurvivesRestarts(t *testing.T) {
 	ctx := context.Background()
 	// Every reply was received under always: the log holds every change,
 	// and a copy of the directory is what a kill -9 leaves.
-	crash := func(name string) string { return copyDir(t, dir, name) }
+	crash := func(name string) string { return copyTree(t, dir, name) }
 	for i, g := range golden {
 		replayCFGolden(t, rdb, g, "cf:"+g.Name)
 		loadCFChunks(t, rdb, "load:"+g.Name, &g.CuckooRun)
@@ -218,7 +218,7 @@ func TestCuckooConcurrentChangesAndSaves(t *testing.T) {
 		}
 	}()
 	wg.Wait()
-	_, again := startOn(t, copyDir(t, dir, "copy"), Config{})
+	_, again := startOn(t, copyTree(t, dir, "copy"), Config{})
 	for _, key := range []string{"a", "b"} {
 		live, restored := cfChunks(t, rdb, key), cfChunks(t, again, key)
 		if len(live) == 0 || !slices.Equal(live, restored) {
@@ -239,7 +239,7 @@ func TestCuckooConcurrentChangesAndSaves(t *testing.T) {
 // load as they are, answer as they did, take changes that survive a
 // restart, and the start says once that they are legacy keys.
 func TestLegacyCFDataDir(t *testing.T) {
-	dir := copyDir(t, "testdata/legacy-cf/data", "data")
+	dir := copyTree(t, "testdata/legacy-cf/data", "data")
 	raw, err := os.ReadFile("testdata/legacy-cf/answers.json")
 	if err != nil {
 		t.Fatal(err)

@@ -230,7 +230,7 @@ func TestRedisBloomDumpsSurviveRestarts(t *testing.T) {
 	half := map[string][]string{} // the dump of each key halfway through the more items
 	// Every reply was received under always: the log holds every change,
 	// and a copy of the directory is what a kill -9 leaves.
-	crash := func(name string) string { return copyDir(t, dir, name) }
+	crash := func(name string) string { return copyTree(t, dir, name) }
 	for i, g := range golden {
 		key := "rb:" + g.Name
 		loadRBChunks(t, rdb, key, g)
@@ -282,9 +282,10 @@ func TestRedisBloomDumpsSurviveRestarts(t *testing.T) {
 	}
 }
 
-// copyDir copies the directory src, as it is, to a new directory called
-// name in the test's temporary directory, and returns its path.
-func copyDir(t *testing.T, src, name string) string {
+// copyTree copies the directory src and all below it, as it is (cp -a),
+// to a new directory called name in the test's temporary directory, and
+// returns its path.
+func copyTree(t *testing.T, src, name string) string {
 	t.Helper()
 	to := filepath.Join(t.TempDir(), name)
 	if out, err := exec.Command("cp", "-a", src, to).CombinedOutput(); err != nil {
