@@ -63,6 +63,8 @@ func init() {
 		"flushdb":  {arity: -1, slow: true, run: cmdFlush},
 		"save":     {arity: 1, slow: true, run: cmdSave},
 		"bgsave":   {arity: -1, run: cmdBgsave},
+		"dump":     {arity: 2, slow: true, run: cmdDump},
+		"restore":  {arity: -4, slow: true, run: cmdRestore},
 		"lastsave": {arity: 1, run: func(s *Server, _ *session, w replier, _ [][]byte) { w.WriteInt64(s.store.lastSave.Load()) }},
 
 		"bf.reserve":   {arity: -4, slow: true, run: cmdBFReserve},
