@@ -1,0 +1,311 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	le "encoding/binary"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/ohbloom/ohbloom/tools/server"
+)
+
+// The RDB golden data (RedisBloom 2.8.20 in Redis 7.4.1; copied from
+// ../shared/testdata/redisbloom/rdb to tools/rdb/testdata).
+const (
+	goldenRDB  = "../rdb/testdata/dump.rdb"
+	goldenJSON = "../rdb/testdata/dump.json"
+)
+
+// goldenFilter is what dump.json says of one filter.
+type goldenFilter struct {
+	DB           int            `json:"db"`
+	Key          string         `json:"key"`
+	Type         string         `json:"type"`
+	Items        string         `json:"items"`
+	Expire       bool           `json:"expire"`
+	Info         map[string]any `json:"info"`
+	AbsentProbes string         `json:"absent_probes"`
+	Positives    []int          `json:"absent_probes_positive"`
+	Payload      string         `json:"dump_payload"`
+}
+
+func goldenFilters(t *testing.T) map[string]*goldenFilter {
+	t.Helper()
+	data, err := os.ReadFile(goldenJSON)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var g struct{ Filters []*goldenFilter }
+	if err := json.Unmarshal(data, &g); err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]*goldenFilter{}
+	for _, f := range g.Filters {
+		out[f.Key] = f
+	}
+	return out
+}
+
+// goldenRange expands "'prefix' + decimal i for i < n".
+func goldenRange(t *testing.T, desc string) []any {
+	t.Helper()
+	prefix, rest, ok := strings.Cut(strings.TrimPrefix(desc, "'"), "' + decimal i for i < ")
+	if !ok {
+		t.Fatalf("cannot read %q", desc)
+	}
+	n, err := strconv.Atoi(strings.Fields(strings.TrimRight(rest, ","))[0])
+	if err != nil {
+		t.Fatalf("cannot read %q", desc)
+	}
+	out := make([]any, n)
+	for i := range out {
+		out[i] = prefix + strconv.Itoa(i)
+	}
+	return out
+}
+
+// startServer runs an ohbloom server in this process.
+func startServer(t *testing.T) string {
+	t.Helper()
+	s, err := server.New(server.Config{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go s.Serve(ln)
+	t.Cleanup(func() { s.Shutdown(context.Background()); ln.Close() })
+	return ln.Addr().String()
+}
+
+// withExpiry is the golden RDB file with bf:nonscaling's expiry moved to
+// at and the file's checksum cleared (0: written without one, which
+// readers accept), so that tests do not depend on today's date.
+func withExpiry(t *testing.T, at time.Time) string {
+	t.Helper()
+	data, err := os.ReadFile(goldenRDB)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// EXPIRETIME_MS (0xfc), the time, then the value type (7) and the key.
+	old := le.LittleEndian.AppendUint64([]byte{0xfc}, 1799095386456)
+	old = append(old, 7, byte(len("bf:nonscaling")))
+	old = append(old, "bf:nonscaling"...)
+	i := bytes.Index(data, old)
+	if i < 0 || bytes.Count(data, old) != 1 {
+		t.Fatal("bf:nonscaling's expiry not found in the golden file")
+	}
+	le.LittleEndian.PutUint64(data[i+1:], uint64(at.UnixMilli()))
+	clear(data[len(data)-8:])
+	path := filepath.Join(t.TempDir(), "dump.rdb")
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// runCLI runs the command and returns its exit code and output.
+func runCLI(args ...string) (int, string, string) {
+	var out, errOut bytes.Buffer
+	code := Main(args, strings.NewReader(""), &out, &errOut)
+	return code, out.String(), errOut.String()
+}
+
+// checkFilter checks that key, in the client's database, answers as
+// RedisBloom's filter f did and dumps back to its payload.
+func checkFilter(t *testing.T, c *redis.Client, key string, f *goldenFilter) {
+	t.Helper()
+	ctx := context.Background()
+	items := goldenRange(t, f.Items)
+	found, err := c.BFMExists(ctx, key, items...).Result()
+	if err != nil || slices.Contains(found, false) {
+		t.Fatalf("%s: an added item tests absent (%v)", key, err)
+	}
+	probes := goldenRange(t, f.AbsentProbes)
+	found, err = c.BFMExists(ctx, key, probes...).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var positives []int
+	for i, ok := range found {
+		if ok {
+			positives = append(positives, i)
+		}
+	}
+	if !slices.Equal(positives, f.Positives) {
+		t.Errorf("%s: false positives %v, RedisBloom's %v", key, positives, f.Positives)
+	}
+	info, err := c.Do(ctx, "BF.INFO", key).Slice()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i+1 < len(info); i += 2 {
+		want := f.Info[info[i].(string)]
+		got := info[i+1]
+		if n, ok := got.(int64); ok && want != float64(n) || !ok && want != nil {
+			t.Errorf("%s: BF.INFO %s %v, RedisBloom's %v", key, info[i], got, want)
+		}
+	}
+	want, _ := base64.StdEncoding.DecodeString(f.Payload)
+	if p, err := c.Dump(ctx, key).Result(); err != nil || p != string(want) {
+		t.Errorf("%s: DUMP differs from RedisBloom's (%v)", key, err)
+	}
+}
+
+// import-rdb sends every RedisBloom filter of the golden file to a
+// server, in its database with its expiry, skipping other keys and
+// expired ones: the filters answer there as in RedisBloom. What the server
+// refuses is reported by file and key, and the import goes on.
+func TestImportRDB(t *testing.T) {
+	golden := goldenFilters(t)
+	addr := startServer(t)
+	file := withExpiry(t, time.Now().Add(30*24*time.Hour))
+	code, out, errOut := runCLI("import-rdb", "--to", addr, file)
+	if code != ExitFailure {
+		t.Fatalf("exit %d\n%s%s", code, out, errOut)
+	}
+	// Refused by this server: databases other than 0, expiries and
+	// cuckoo filters (which it cannot hold yet).
+	refused := map[string]string{
+		"bf:db3":         "ERR DB index is out of range",
+		"cf:db3":         "ERR DB index is out of range",
+		"bf:nonscaling":  "does not expire keys yet",
+		"cf:plain":       "cannot RESTORE RedisBloom's cuckoo filters",
+		"cf:b4":          "cannot RESTORE RedisBloom's cuckoo filters",
+		"cf:add-default": "cannot RESTORE RedisBloom's cuckoo filters",
+	}
+	for key, why := range refused {
+		f := golden[key]
+		line := fmt.Sprintf("%s: key %s (db %d, at byte ", file, key, f.DB)
+		i := strings.Index(out, line)
+		if i < 0 || !strings.Contains(strings.SplitN(out[i:], "\n", 2)[0], why) {
+			t.Errorf("no line %q...%q in\n%s", line, why, out)
+		}
+	}
+	if !strings.Contains(out, file+": 4 filters imported into "+addr+" (4 Bloom, 0 cuckoo); skipped 1 hash, 1 list, 1 set, 1 stream, 2 string, 1 zset; 6 not imported\n") {
+		t.Errorf("summary:\n%s", out)
+	}
+	if !strings.Contains(errOut, "6 keys of "+file+" were not imported") {
+		t.Errorf("stderr: %s", errOut)
+	}
+	c := redis.NewClient(&redis.Options{Addr: addr, Protocol: 2})
+	defer c.Close()
+	ctx := context.Background()
+	if n, err := c.DBSize(ctx).Result(); err != nil || n != 4 {
+		t.Fatalf("DBSIZE %d %v", n, err)
+	}
+	for key, f := range golden {
+		if _, ok := refused[key]; !ok {
+			checkFilter(t, c, key, f)
+		}
+	}
+
+	// Again: the keys exist, and are kept unless --replace.
+	code, out, _ = runCLI("import-rdb", "--to", addr, "--db-map", "3:0", file)
+	if code != ExitFailure || strings.Count(out, "BUSYKEY Target key name already exists.") != 4 {
+		t.Fatalf("a second import: exit %d\n%s", code, out)
+	}
+	// --db-map moves database 3's keys to 0.
+	if n, _ := c.Exists(ctx, "bf:db3").Result(); n != 1 {
+		t.Fatalf("--db-map 3:0: bf:db3 not imported\n%s", out)
+	}
+	checkFilter(t, c, "bf:db3", golden["bf:db3"])
+	code, out, _ = runCLI("import-rdb", "--to", addr, "--db-map", "3:0", "--replace", file)
+	if code != ExitFailure || strings.Contains(out, "BUSYKEY") || !strings.Contains(out, ": 5 filters imported") {
+		t.Fatalf("--replace: exit %d\n%s", code, out)
+	}
+}
+
+// Expired filters are skipped and counted; the dry run lists what would
+// be sent and sends nothing.
+func TestImportRDBExpiredAndDryRun(t *testing.T) {
+	addr := startServer(t)
+	file := withExpiry(t, time.Now().Add(-time.Minute))
+	code, out, errOut := runCLI("import-rdb", "--dry-run", "--db-map", "3:1", file)
+	if code != ExitOK {
+		t.Fatalf("dry run: exit %d\n%s%s", code, out, errOut)
+	}
+	for _, want := range []string{
+		"db 0 -> 0  bf:plain  MBbloom--: Bloom, 1 filters, 7999 items, 13792 bytes\n",
+		"db 3 -> 1  bf:db3  MBbloom--: Bloom, 2 filters, 2479 items, 6488 bytes\n",
+		"db 3 -> 1  cf:db3  MBbloomCF: cuckoo, 2 filters, 1400 items, 2048 bytes\n",
+		file + ": 9 filters to import (5 Bloom, 4 cuckoo); skipped 1 expired filters, 1 hash, 1 list, 1 set, 1 stream, 2 string, 1 zset\n",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("dry run: no %q in\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "bf:nonscaling") {
+		t.Errorf("dry run lists an expired key:\n%s", out)
+	}
+	code, out, _ = runCLI("import-rdb", "--to", addr, file)
+	if !strings.Contains(out, "skipped 1 expired filters") || strings.Contains(out, "bf:nonscaling") {
+		t.Fatalf("exit %d\n%s", code, out)
+	}
+	c := redis.NewClient(&redis.Options{Addr: addr})
+	defer c.Close()
+	if n, _ := c.Exists(context.Background(), "bf:nonscaling").Result(); n != 0 {
+		t.Fatal("an expired key was imported")
+	}
+}
+
+// A damaged file is refused with its name and the offset, and no filter
+// after the damage is sent; usage errors exit 2.
+func TestImportRDBRefusals(t *testing.T) {
+	data, err := os.ReadFile(goldenRDB)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	truncated := filepath.Join(dir, "truncated.rdb")
+	os.WriteFile(truncated, data[:len(data)/2], 0o600)
+	flipped := filepath.Join(dir, "flipped.rdb")
+	bad := bytes.Clone(data)
+	bad[len(bad)/2] ^= 0x40
+	os.WriteFile(flipped, bad, 0o600)
+	notRDB := filepath.Join(dir, "not.rdb")
+	os.WriteFile(notRDB, []byte("hello, world"), 0o600)
+	for _, file := range []string{truncated, flipped, notRDB} {
+		code, _, errOut := runCLI("import-rdb", "--dry-run", file)
+		if code != ExitFailure || !strings.Contains(errOut, "ohbloom import-rdb: "+file+": rdb: at byte ") {
+			t.Errorf("%s: exit %d, %q", file, code, errOut)
+		}
+	}
+	for _, args := range [][]string{
+		{"import-rdb", goldenRDB},
+		{"import-rdb", "--dry-run"},
+		{"import-rdb", "--dry-run", "--db-map", "3", goldenRDB},
+		{"import-rdb", "--dry-run", "--db-map", "3:0,3:1", goldenRDB},
+		{"import-rdb", "--dry-run", "--db-map", "-1:0", goldenRDB},
+	} {
+		if code, _, errOut := runCLI(args...); code != ExitUsage {
+			t.Errorf("%q: exit %d, %s", args, code, errOut)
+		}
+	}
+	// A server that is not there: refused before the file is read.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	if code, _, errOut := runCLI("import-rdb", "--to", addr, goldenRDB); code != ExitFailure || !strings.Contains(errOut, "connect") {
+		t.Errorf("no server: exit %d, %s", code, errOut)
+	}
+}
