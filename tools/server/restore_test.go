@@ -3,8 +3,10 @@ package server
 import (
 	"context"
 	"encoding/base64"
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"hash/crc64"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -527,6 +529,91 @@ func TestRestoreReplaceConcurrently(t *testing.T) {
 	for range 2 {
 		if err := <-done; err != nil {
 			t.Fatal(err)
+		}
+	}
+}
+
+// redisCRC64 is Redis's CRC-64 (Jones, reflected, no inversion), from
+// hash/crc64's table of the reflected polynomial: Update inverts before
+// and after, which a start of ^0 and a final ^ undo.
+func redisCRC64(p []byte) uint64 {
+	return ^crc64.Update(^uint64(0), crc64.MakeTable(0x95ac9329ac4bc9b5), p)
+}
+
+// A real Redis refuses ohbloom's payloads cleanly, as any module value it
+// has no module for: "Bad data format", not a crash or a key (CI starts
+// a redis-server: OHBLOOM_REDIS_ADDR). The payload is framed with that
+// server's own RDB version, so that its version check passes.
+func TestOhbloomPayloadRefusedByRedis(t *testing.T) {
+	addr := os.Getenv("OHBLOOM_REDIS_ADDR")
+	if addr == "" {
+		if os.Getenv("CI") != "" {
+			t.Fatal("CI must set OHBLOOM_REDIS_ADDR (.ci/run starts redis-server)")
+		}
+		t.Skip("OHBLOOM_REDIS_ADDR is not set")
+	}
+	ctx := context.Background()
+	r := redis.NewClient(&redis.Options{Addr: addr, DB: 6, MaxRetries: -1})
+	t.Cleanup(func() { r.FlushDB(ctx); r.Close() })
+	if err := r.Set(ctx, "s", "hello", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	ref, err := r.Dump(ctx, "s").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := redisCRC64([]byte(ref[:len(ref)-8])), binary.LittleEndian.Uint64([]byte(ref[len(ref)-8:])); got != want {
+		t.Fatalf("redisCRC64 %016x, Redis's %016x", got, want)
+	}
+	version := binary.LittleEndian.Uint16([]byte(ref[len(ref)-10:]))
+
+	_, addr2 := start(t, Config{})
+	c := client(t, addr2)
+	if err := c.Do(ctx, "BF.ADD", "own", "a").Err(); err != nil {
+		t.Fatal(err)
+	}
+	own, err := c.Dump(ctx, "own").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := []byte(own[:len(own)-10])
+	p = binary.LittleEndian.AppendUint16(p, version)
+	p = binary.LittleEndian.AppendUint64(p, redisCRC64(p))
+	wantErr(t, r.Restore(ctx, "own", 0, string(p)).Err(), "Bad data format")
+	if n, _ := r.Exists(ctx, "own").Result(); n != 0 {
+		t.Fatal("Redis made a key of ohbloom's payload")
+	}
+	// And our RESTORE takes the payload at that version too.
+	if err := c.Restore(ctx, "own:copy", 0, string(p)).Err(); err != nil {
+		t.Fatal(err)
+	}
+
+	// The refusals before the payload is decoded, and of a payload that
+	// fails its checks, are Redis's, text for text.
+	bad := []byte(ref)
+	bad[1] ^= 1
+	for _, args := range [][]any{
+		{"RESTORE", "k", "0", ref, "EXTRA"},
+		{"RESTORE", "k", "0", ref, "IDLETIME"},
+		{"RESTORE", "k", "0", ref, "IDLETIME", "-1"},
+		{"RESTORE", "k", "0", ref, "IDLETIME", "x"},
+		{"RESTORE", "k", "0", ref, "FREQ", "256"},
+		{"RESTORE", "k", "0", ref, "IDLETIME", "1", "FREQ", "1"},
+		{"RESTORE", "k", "-1", ref},
+		{"RESTORE", "k", "1.5", ref},
+		{"RESTORE", "k", "0", string(bad)},
+		{"RESTORE", "k", "0", "short"},
+		{"RESTORE", "k", "0"},
+		{"RESTORE", "own", "-1", "x"},
+		{"DUMP"},
+	} {
+		if len(args) > 1 && args[1] == "own" {
+			r.Set(ctx, "own", "x", 0)
+		}
+		_, rerr := r.Do(ctx, args...).Result()
+		_, oerr := c.Do(ctx, args...).Result()
+		if rerr == nil || oerr == nil || rerr.Error() != oerr.Error() {
+			t.Errorf("%q: Redis %v, ohbloom %v", args[:min(len(args), 3)], rerr, oerr)
 		}
 	}
 }
