@@ -52,7 +52,7 @@ func runImportRDB(e env, args []string) int {
 			"as for redis-cli, which keeps it out of ps.")
 	to := fs.String("to", "", "the server to import into, HOST:PORT")
 	user := fs.String("user", "", "user to AUTH as (Redis 6 ACL); empty: the default user")
-	pass := fs.String("password", os.Getenv("REDISCLI_AUTH"), "password to AUTH with")
+	pass := fs.String("password", "", "password to AUTH with (default: $REDISCLI_AUTH)")
 	var dbMap dbMapFlag
 	fs.Var(&dbMap, "db-map", "databases to move keys to: FROM:TO[,FROM:TO...], e.g. 3:0; others keep theirs")
 	replace := fs.Bool("replace", false, "replace keys that exist on the server (RESTORE ... REPLACE); without it they are reported and kept")
@@ -65,6 +65,9 @@ func runImportRDB(e env, args []string) int {
 	}
 	if *to == "" && !*dryRun {
 		return usageError(e, fs, "--to HOST:PORT is required (or --dry-run)")
+	}
+	if !isSet(fs, "password") {
+		*pass = os.Getenv("REDISCLI_AUTH") // not the flag's default, which --help would print
 	}
 	path := fs.Arg(0)
 	f, err := os.Open(path)

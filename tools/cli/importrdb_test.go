@@ -79,9 +79,12 @@ func goldenRange(t *testing.T, desc string) []any {
 }
 
 // startServer runs an ohbloom server in this process.
-func startServer(t *testing.T) string {
+func startServer(t *testing.T) string { return startServerWith(t, server.Config{}) }
+
+func startServerWith(t *testing.T, c server.Config) string {
 	t.Helper()
-	s, err := server.New(server.Config{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	c.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	s, err := server.New(c)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -307,5 +310,20 @@ func TestImportRDBRefusals(t *testing.T) {
 	ln.Close()
 	if code, _, errOut := runCLI("import-rdb", "--to", addr, goldenRDB); code != ExitFailure || !strings.Contains(errOut, "connect") {
 		t.Errorf("no server: exit %d, %s", code, errOut)
+	}
+}
+
+// The password comes from --password or, kept out of ps, REDISCLI_AUTH;
+// a wrong one stops the import before the file is read.
+func TestImportRDBAuth(t *testing.T) {
+	addr := startServerWith(t, server.Config{Password: "pw"})
+	code, _, errOut := runCLI("import-rdb", "--to", addr, "--password", "wrong", goldenRDB)
+	if code != ExitFailure || !strings.Contains(errOut, "ohbloom import-rdb: WRONGPASS") {
+		t.Fatalf("a wrong password: exit %d, %s", code, errOut)
+	}
+	t.Setenv("REDISCLI_AUTH", "pw")
+	code, out, _ := runCLI("import-rdb", "--to", addr, goldenRDB)
+	if code != ExitFailure || !strings.Contains(out, ": 4 filters imported") {
+		t.Fatalf("REDISCLI_AUTH: exit %d\n%s", code, out)
 	}
 }
