@@ -91,28 +91,6 @@ func (f *AtomicFilter) HashTestString(key string) (h uint64, present bool) {
 	return f.HashTest(stringBytes(key))
 }
 
-// TestSampled is Test for wrappers that count a sample of their tests: it
-// also calls sample(present) when the key's Hash XOR salt, masked by mask,
-// is zero, one call in 2^b for a mask of b bits (a salt that changes now
-// and then spreads the sample over all keys). A counting wrapper built on
-// it makes one call into the filter, as a bare Test does, and the calls
-// that are not sampled run Test's code and one predictable branch.
-// tools/metrics uses it.
-func (f *AtomicFilter) TestSampled(key []byte, salt, mask uint64, sample func(present bool)) bool {
-	h := xxh3.HashSeed(key, f.seed)
-	present := f.atomicTestBits(f.blockOf(h), residue(h))
-	if (h^salt)&mask == 0 {
-		sample(present)
-	}
-	return present
-}
-
-// TestSampledString is TestSampled for a string key. It views the string's
-// bytes, which TestSampled only reads, and inlines into its caller.
-func (f *AtomicFilter) TestSampledString(key string, salt, mask uint64, sample func(present bool)) bool {
-	return f.TestSampled(stringBytes(key), salt, mask, sample)
-}
-
 // TestAndAdd adds key and reports whether it may have been present before,
 // as Filter.TestAndAdd does. When several goroutines add the same new key at once, at least one of them
 // gets false: a goroutine writes only when its read of the block found a
@@ -125,13 +103,6 @@ func (f *AtomicFilter) TestAndAdd(key []byte) bool {
 func (f *AtomicFilter) TestAndAddString(key string) bool {
 	return f.testAndAddHash(xxh3.HashStringSeed(key, f.seed))
 }
-
-// TestOrAdd is Filter.TestOrAdd, the same call as TestAndAdd, with its
-// guarantee under concurrent adds.
-func (f *AtomicFilter) TestOrAdd(key []byte) bool { return f.TestAndAdd(key) }
-
-// TestOrAddString is TestOrAdd for a string key.
-func (f *AtomicFilter) TestOrAddString(key string) bool { return f.TestAndAddString(key) }
 
 // orMissing sets the bits m in *p with at most one atomic OR, and none when
 // they are all set already.

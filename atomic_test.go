@@ -131,46 +131,6 @@ func testAtomicTestAndAddRace(t *testing.T) {
 	}
 }
 
-// TestSampled answers as Test does and calls sample for exactly the keys
-// whose hash XOR salt is zero under the mask, with the answer.
-func TestTestSampled(t *testing.T) {
-	f := NewAtomic(10_000, 0.01)
-	for i := range 10_000 {
-		f.AddString(fmt.Sprint(i))
-	}
-	const salt, mask = 0x0123456789abcdef, uint64(0xf) << 60
-	sampled := 0
-	for i := range 40_000 {
-		key := []byte(fmt.Sprint(i))
-		want := f.Test(key)
-		called, got := false, false
-		present := f.TestSampled(key, salt, mask, func(p bool) { called, got = true, p })
-		if present != want {
-			t.Fatalf("key %s: TestSampled %v, Test %v", key, present, want)
-		}
-		calledString := false
-		if f.TestSampledString(string(key), salt, mask, func(bool) { calledString = true }) != want {
-			t.Fatalf("key %s: TestSampledString and Test disagree", key)
-		}
-		if calledString != called {
-			t.Fatalf("key %s: TestSampledString sampled %v, TestSampled %v", key, calledString, called)
-		}
-		if wantCall := (f.Hash(key)^salt)&mask == 0; called != wantCall {
-			t.Fatalf("key %s: sample called %v, want %v", key, called, wantCall)
-		}
-		if called {
-			sampled++
-			if got != want {
-				t.Fatalf("key %s: sample told %v, Test %v", key, got, want)
-			}
-		}
-	}
-	// One in 16: 2,500 expected, standard deviation 48.
-	if sampled < 2200 || sampled > 2800 {
-		t.Errorf("%d of 40000 sampled, want about 2500", sampled)
-	}
-}
-
 // TestAtomicAddMatchesAdd holds AtomicFilter's add, vector and generated,
 // to Filter's bit for bit, for every k: on an empty block, on a random one
 // (ORed, not overwritten), and on the key's own bits less one; and their

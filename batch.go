@@ -16,14 +16,19 @@ import "github.com/zeebo/xxh3"
 // larger than batchSize does not compile.
 const _ = uint(batchSize - prefetchDistance)
 
-// Hash returns the filter's hash of key: XXH3_64bits seeded with the
-// filter's seed. Filters with the same Seed share hashes whatever their size
-// and k, so a key hashed once can be routed to and probed in several of them
-// with AddHash and TestHash.
-func (l *core) Hash(key []byte) uint64 { return xxh3.HashSeed(key, l.seed) }
+// Hash returns the hash of key that every filter of the given seed uses:
+// XXH3_64bits seeded with it. Filters with the same Seed share hashes
+// whatever their kind, size and k, so a key hashed once can be routed to
+// and probed in several of them with AddHash and TestHash. As in
+// hash/maphash's Bytes, the seed comes first.
+func Hash(seed uint64, key []byte) uint64 { return xxh3.HashSeed(key, seed) }
 
 // HashString is Hash for a string key.
-func (l *core) HashString(key string) uint64 { return xxh3.HashStringSeed(key, l.seed) }
+func HashString(seed uint64, key string) uint64 { return xxh3.HashStringSeed(key, seed) }
+
+func (l *core) hash(key []byte) uint64 { return xxh3.HashSeed(key, l.seed) }
+
+func (l *core) hashString(key string) uint64 { return xxh3.HashStringSeed(key, l.seed) }
 
 // AddHash adds the key whose Hash is h.
 func (f *Filter) AddHash(h uint64) { f.addBits(f.blockOf(h), residue(h)) }
@@ -43,12 +48,6 @@ func (f *Filter) TestAndAddHash(h uint64) bool { return f.testAndAddHash(h) }
 // TestAndAddHash is TestAndAdd for the key whose Hash is h, with the same
 // guarantee under concurrent adds.
 func (f *AtomicFilter) TestAndAddHash(h uint64) bool { return f.testAndAddHash(h) }
-
-// TestOrAddHash is TestOrAdd for the key whose Hash is h: TestAndAddHash.
-func (f *Filter) TestOrAddHash(h uint64) bool { return f.testAndAddHash(h) }
-
-// TestOrAddHash is TestOrAdd for the key whose Hash is h: TestAndAddHash.
-func (f *AtomicFilter) TestOrAddHash(h uint64) bool { return f.testAndAddHash(h) }
 
 // AddHashes adds the keys whose hashes are hs, keeping a batch of cache
 // misses in flight at a time.
@@ -241,5 +240,88 @@ func (l *core) probeWindow(op op, hs []uint64, results []bool) {
 		for i, h := range hs {
 			results[i] = l.atomicTestBits(l.blockOf(h), residue(h))
 		}
+	}
+}
+
+// The counting filters' batched calls run the pipeline of Filter's
+// (batch.go): windows of keys hashed with the single-key calls' hash, the
+// blocks of the keys ahead prefetched while the current ones are probed.
+// A counting filter's block is one cache line, picked by the same
+// multiply, so the same prefetch serves; only the probe differs.
+
+// TestBatch tests keys and writes the answers to results[i], without
+// allocating. It panics if results is shorter than keys.
+func (f *CountingFilter) TestBatch(keys [][]byte, results []bool) {
+	testCountingKeys(&f.countingCore, keys, results)
+}
+
+// TestBatchStrings is TestBatch for string keys.
+func (f *CountingFilter) TestBatchStrings(keys []string, results []bool) {
+	testCountingKeys(&f.countingCore, keys, results)
+}
+
+// TestBatch tests keys as CountingFilter.TestBatch does.
+func (f *AtomicCountingFilter) TestBatch(keys [][]byte, results []bool) {
+	testCountingKeys(&f.countingCore, keys, results)
+}
+
+// TestBatchStrings is TestBatch for string keys.
+func (f *AtomicCountingFilter) TestBatchStrings(keys []string, results []bool) {
+	testCountingKeys(&f.countingCore, keys, results)
+}
+
+// testCountingKeys is runKeys's test for a counting filter, step for
+// step. A counting filter's tests read the counters with atomic loads, so
+// that the plain and the atomic filter share it.
+func testCountingKeys[K []byte | string](l *countingCore, keys []K, results []bool) {
+	results = results[:len(keys)]
+	if len(keys) == 0 {
+		return
+	}
+	// The hash of Filter's batches reads the seed, folded into XXH3's
+	// secret, from a core: this one holds nothing else.
+	var hasher core
+	hasher.seed = l.seed
+	hasher.secret.fold(l.seed)
+	var ring [2][batchSize]uint64
+	cur := ring[0][:min(batchSize, len(keys))]
+	hashWindow(&hasher, cur, keys[:len(cur)])
+	l.prefetch(cur[:min(prefetchDistance, len(cur))])
+	for w := 0; len(cur) > 0; w++ {
+		from := min(len(keys), (w+1)*batchSize)
+		next := ring[(w+1)%2][:min(batchSize, len(keys)-from)]
+		nextKeys := keys[from : from+len(next)]
+		n := len(cur)
+		for i := 0; i < n; i += prefetchStep {
+			l.prefetchAhead(cur, next, i)
+			if i < len(next) {
+				end := min(len(next), i+prefetchStep)
+				hashWindow(&hasher, next[i:end], nextKeys[i:end])
+			}
+			l.probeWindow(cur[i:min(n, i+prefetchStep)], results[min(len(results), w*batchSize+i):])
+		}
+		cur = next
+	}
+}
+
+// prefetchAhead is core.prefetchAhead for a counting filter's blocks.
+func (l *countingCore) prefetchAhead(cur, next []uint64, i int) {
+	n := len(cur)
+	ahead, end := i+prefetchDistance, i+prefetchDistance+prefetchStep
+	if ahead < n {
+		l.prefetch(cur[ahead:min(n, end)])
+	}
+	if lo, hi := min(len(next), max(0, ahead-n)), min(len(next), end-n); lo < hi {
+		l.prefetch(next[lo:hi])
+	}
+}
+
+// probeWindow tests the keys of hs, whose blocks are (being) fetched,
+// writing results[i]. It reads the counters with atomic loads, which serve
+// both twins.
+func (l *countingCore) probeWindow(hs []uint64, results []bool) {
+	results = results[:len(hs)]
+	for i, h := range hs {
+		results[i] = l.testHash(h)
 	}
 }

@@ -3,19 +3,15 @@ package ohbloom
 import (
 	"bytes"
 	"fmt"
-	"io"
 	"os"
 	"slices"
-	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/ohbloom/ohbloom/internal/testkeys"
 )
 
-// The counting filters' batched adds leave exactly the counters of single
-// adds, and their batched tests answer as single tests, for every key
+// The counting filters' batched tests answer as single tests, for every key
 // shape and lengths around the batch size, with duplicates (counted twice).
 func TestCountingBatchMatchesSingle(t *testing.T) {
 	keys, strs := batchKeys(300)
@@ -25,18 +21,6 @@ func TestCountingBatchMatchesSingle(t *testing.T) {
 			ref := NewCounting(uint64(len(keys)), 0.01)
 			for _, k := range keys[:n] {
 				ref.Add(k)
-			}
-			f, fs := NewCounting(uint64(len(keys)), 0.01), NewCounting(uint64(len(keys)), 0.01)
-			a, as := NewAtomicCounting(uint64(len(keys)), 0.01), NewAtomicCounting(uint64(len(keys)), 0.01)
-			f.AddBatch(keys[:n])
-			fs.AddBatchStrings(strs[:n])
-			a.AddBatch(keys[:n])
-			as.AddBatchStrings(strs[:n])
-			for name, g := range map[string]*CountingFilter{"CountingFilter.AddBatch": f, "CountingFilter.AddBatchStrings": fs,
-				"AtomicCountingFilter.AddBatch": a.ToPlain(), "AtomicCountingFilter.AddBatchStrings": as.ToPlain()} {
-				if !g.Equal(ref) {
-					t.Errorf("%s leaves other counters than Add", name)
-				}
 			}
 			want := make([]bool, len(keys))
 			for i, k := range keys {
@@ -61,11 +45,10 @@ func TestCountingBatchMatchesSingle(t *testing.T) {
 	}
 }
 
-// A scalable filter's AddBatch leaves the filter a loop of Add leaves,
-// stages, counts and bits, across the growth of several stages; TestBatch
-// answers as Test.
+// A scalable filter's TestBatch answers as Test, across the growth of
+// several stages.
 func TestScalableBatchMatchesSingle(t *testing.T) {
-	keys, strs := batchKeys(400)
+	keys, _ := batchKeys(400)
 	for _, n := range []int{0, 1, stageWindow - 1, stageWindow, stageWindow + 1, len(keys)} {
 		t.Run(fmt.Sprint(n), func(t *testing.T) {
 			c := Config{Capacity: 100, FPR: 0.01, Growth: 2}
@@ -73,21 +56,9 @@ func TestScalableBatchMatchesSingle(t *testing.T) {
 			for _, k := range keys[:n] {
 				ref.Add(k)
 			}
-			want := encoding(t, ref)
-			f, _ := NewScalableWithConfig(c)
-			fs, _ := NewScalableWithConfig(c)
 			a, _ := NewAtomicScalableWithConfig(c)
-			as, _ := NewAtomicScalableWithConfig(c)
-			f.AddBatch(keys[:n])
-			fs.AddBatchStrings(strs[:n])
-			a.AddBatch(keys[:n])
-			as.AddBatchStrings(strs[:n])
-			for name, g := range map[string]io.WriterTo{
-				"ScalableFilter.AddBatch": f, "ScalableFilter.AddBatchStrings": fs,
-				"AtomicScalableFilter.AddBatch": a, "AtomicScalableFilter.AddBatchStrings": as} {
-				if !bytes.Equal(encoding(t, g), want) {
-					t.Errorf("%s leaves another filter than Add", name)
-				}
+			for _, k := range keys[:n] {
+				a.Add(k)
 			}
 			if n == len(keys) && ref.Stages() < 4 {
 				t.Fatalf("%d keys in a filter for 100: %d stages, want growth", n, ref.Stages())
@@ -139,47 +110,6 @@ func absentKeys(n int) [][]byte {
 	return keys
 }
 
-// Goroutines that AddBatch into one AtomicScalableFilter and then
-// TestBatch: every key is found once its AddBatch returns, and the count
-// is about the distinct keys.
-func TestAtomicScalableAddBatchConcurrent(t *testing.T) {
-	const workers, per = 4, 3000
-	s := NewAtomicScalable(500, 0.01)
-	var wg sync.WaitGroup
-	for w := range workers {
-		wg.Go(func() {
-			keys := make([][]byte, per)
-			for i := range keys {
-				// Half the keys are shared by every worker.
-				if i%2 == 0 {
-					keys[i] = fmt.Appendf(nil, "shared-%d", i)
-				} else {
-					keys[i] = fmt.Appendf(nil, "%d-%d", w, i)
-				}
-			}
-			for from := 0; from < per; from += 700 {
-				s.AddBatch(keys[from:min(per, from+700)])
-			}
-			got := make([]bool, per)
-			s.TestBatch(keys, got)
-			for i, ok := range got {
-				if !ok {
-					t.Errorf("worker %d: key %s not found after AddBatch", w, keys[i])
-					return
-				}
-			}
-		})
-	}
-	wg.Wait()
-	// Keys that tested positive when added (at most p = 1% of them) are
-	// not counted; a key two goroutines add at once, each seeing another
-	// newest stage, may be counted twice.
-	distinct := uint64(per/2 + workers*per/2)
-	if c := s.Count(); c > workers*per || c < distinct*98/100 {
-		t.Fatalf("count %d, %d distinct keys in %d adds", c, distinct, workers*per)
-	}
-}
-
 func TestNewBatchesPanicOnShortResults(t *testing.T) {
 	keys := make([][]byte, 5)
 	short := make([]bool, 4)
@@ -206,20 +136,14 @@ func TestNewBatchesZeroAllocations(t *testing.T) {
 	c, ac := NewCounting(1000, 0.01), NewAtomicCounting(1000, 0.01)
 	s, as := NewScalable(10_000, 0.01), NewAtomicScalable(10_000, 0.01)
 	ops := map[string]func(){
-		"CountingFilter.AddBatch":               func() { c.AddBatch(keys) },
 		"CountingFilter.TestBatch":              func() { c.TestBatch(keys, results) },
 		"CountingFilter.TestBatchStrings":       func() { c.TestBatchStrings(strs, results) },
-		"AtomicCountingFilter.AddBatchStrings":  func() { ac.AddBatchStrings(strs) },
 		"AtomicCountingFilter.TestBatch":        func() { ac.TestBatch(keys, results) },
 		"ScalableFilter.TestBatch":              func() { s.TestBatch(keys, results) },
 		"ScalableFilter.TestBatchStrings":       func() { s.TestBatchStrings(strs, results) },
 		"AtomicScalableFilter.TestBatch":        func() { as.TestBatch(keys, results) },
 		"AtomicScalableFilter.TestBatchStrings": func() { as.TestBatchStrings(strs, results) },
 	}
-	s.AddBatch(keys) // no growth: what follows re-adds present keys
-	as.AddBatch(keys)
-	ops["ScalableFilter.AddBatch"] = func() { s.AddBatch(keys) }
-	ops["AtomicScalableFilter.AddBatch"] = func() { as.AddBatch(keys) }
 	for name, op := range ops {
 		if n := testing.AllocsPerRun(10, op); n != 0 {
 			t.Errorf("%s allocates %v times", name, n)
@@ -261,15 +185,13 @@ func BenchmarkBatchKinds(b *testing.B) {
 			name       string
 			test       func([]byte) bool
 			testBatch  func([][]byte, []bool)
-			add        func([]byte)
-			addBatch   func([][]byte)
 			absentKeys bool
 		}
 		for _, f := range []filter{
-			{"counting", c.Test, c.TestBatch, c.Add, c.AddBatch, false},
-			{"atomic-counting", ac.Test, ac.TestBatch, ac.Add, ac.AddBatch, false},
-			{"scalable", s.Test, s.TestBatch, s.Add, s.AddBatch, true},
-			{"atomic-scalable", as.Test, as.TestBatch, as.Add, as.AddBatch, true},
+			{"counting", c.Test, c.TestBatch, false},
+			{"atomic-counting", ac.Test, ac.TestBatch, false},
+			{"scalable", s.Test, s.TestBatch, true},
+			{"atomic-scalable", as.Test, as.TestBatch, true},
 		} {
 			sets := []struct {
 				name string
@@ -312,38 +234,6 @@ func BenchmarkBatchKinds(b *testing.B) {
 					}
 					perKey(b, done)
 				})
-				if set.name == "absent" || strings.Contains(f.name, "counting") {
-					// Adding absent keys would grow a scalable filter
-					// as the benchmark runs; adding present ones to a
-					// counting filter would saturate its counters.
-					continue
-				}
-				b.Run(name+"/op=add-loop", func(b *testing.B) {
-					at, done := 0, 0
-					for b.Loop() {
-						if at+window > n {
-							at = 0
-						}
-						for _, k := range set.keys[at : at+window] {
-							f.add(k)
-						}
-						at += window
-						done += window
-					}
-					perKey(b, done)
-				})
-				b.Run(name+"/op=add-batch", func(b *testing.B) {
-					at, done := 0, 0
-					for b.Loop() {
-						if at+window > n {
-							at = 0
-						}
-						f.addBatch(set.keys[at : at+window])
-						at += window
-						done += window
-					}
-					perKey(b, done)
-				})
 			}
 		}
 	}
@@ -353,10 +243,7 @@ func BenchmarkBatchKinds(b *testing.B) {
 // busy machine disturbs less: round after round it times a loop of single
 // calls over one window of 4096 keys and one batched call over the next,
 // in alternating order, and prints the medians of both and of the rounds'
-// ratios. It also times building a scalable filter of n new keys with a
-// loop of Add and with AddBatch, alternately (3 builds each at 10^7, 30 at
-// 10^5). It is a measurement,
-// not a test: it runs only with OHBLOOM_BATCH_BENCH set.
+// ratios. It is a measurement, not a test: it runs only with OHBLOOM_BATCH_BENCH set.
 //
 //	OHBLOOM_BATCH_BENCH=1 flock /tmp/ohbloom-bench.lock go test -run TestBatchKindsPaired -v .
 func TestBatchKindsPaired(t *testing.T) {
@@ -371,47 +258,14 @@ func TestBatchKindsPaired(t *testing.T) {
 		for i := range keys {
 			keys[i] = bytes.Clone(testkeys.Key16(&buf, uint64(i)))
 		}
-		builds := 6
-		if n < 1e6 {
-			builds = 60 // a few milliseconds each: more of them
-		}
-		for _, atomic := range []bool{false, true} {
-			var loops, batches []float64
-			for r := range builds {
-				var add func([]byte)
-				var addBatch func([][]byte)
-				if atomic {
-					s := NewAtomicScalable(uint64(n/100), 0.01)
-					add, addBatch = s.Add, s.AddBatch
-				} else {
-					s := NewScalable(uint64(n/100), 0.01)
-					add, addBatch = s.Add, s.AddBatch
-				}
-				start := time.Now()
-				if r%2 == 0 {
-					for _, k := range keys[:n] {
-						add(k)
-					}
-					loops = append(loops, float64(time.Since(start).Nanoseconds())/float64(n))
-				} else {
-					addBatch(keys[:n])
-					batches = append(batches, float64(time.Since(start).Nanoseconds())/float64(n))
-				}
-			}
-			name := "scalable build, new keys"
-			if atomic {
-				name = "atomic-" + name
-			}
-			l, b := median(loops), median(batches)
-			t.Logf("n=%-9d %-28s loop %6.1f ns/key  batch %6.1f ns/key  batch/loop %.2f", n, name, l, b, b/l)
-		}
-
 		c, ac := NewCounting(uint64(n), 0.01), NewAtomicCounting(uint64(n), 0.01)
 		s, as := NewScalable(uint64(n/100), 0.01), NewAtomicScalable(uint64(n/100), 0.01)
-		c.AddBatch(keys[:n])
-		ac.AddBatch(keys[:n])
-		s.AddBatch(keys[:n])
-		as.AddBatch(keys[:n])
+		for _, k := range keys[:n] {
+			c.Add(k)
+			ac.Add(k)
+			s.Add(k)
+			as.Add(k)
+		}
 		results := make([]bool, window)
 		// The loops are written out: a function value per key would add
 		// an indirect call to each single call.
@@ -456,18 +310,6 @@ func TestBatchKindsPaired(t *testing.T) {
 						as.Test(k)
 					}
 				}, func(ks [][]byte) { as.TestBatch(ks, results) }},
-			{"scalable add present", keys[:n],
-				func(ks [][]byte) {
-					for _, k := range ks {
-						s.Add(k)
-					}
-				}, s.AddBatch},
-			{"atomic-scalable add present", keys[:n],
-				func(ks [][]byte) {
-					for _, k := range ks {
-						as.Add(k)
-					}
-				}, as.AddBatch},
 		} {
 			var loops, batches, ratios []float64
 			at := 0

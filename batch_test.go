@@ -49,8 +49,8 @@ func TestBatchMatchesSingle(t *testing.T) {
 			hf, ha := New(uint64(len(keys)), 0.01), NewAtomic(uint64(len(keys)), 0.01)
 			hs := make([]uint64, n)
 			for i, k := range keys[:n] {
-				hs[i] = hf.Hash(k)
-				if hs[i] != ha.HashString(string(k)) {
+				hs[i] = Hash(hf.Seed(), k)
+				if hs[i] != HashString(ha.Seed(), string(k)) {
 					t.Fatal("Hash and HashString differ")
 				}
 			}
@@ -71,7 +71,7 @@ func TestBatchMatchesSingle(t *testing.T) {
 			}
 			all := make([]uint64, len(keys))
 			for i, k := range keys {
-				all[i] = ref.Hash(k)
+				all[i] = Hash(ref.Seed(), k)
 			}
 			aref := ref.ToAtomic()
 			got := make([]bool, len(keys)+3) // longer than needed is fine

@@ -20,6 +20,24 @@ const (
 	// no longer spread over its bits independently.
 	MaxBlocks = 1 << 32
 
+	// BlockBytes is the size of one block of a blocked filter: one cache line,
+	// 512 bits. Encoded blocks (WriteTo, AppendBlocks) hold each block as its 8
+	// words, little-endian, so bit b of a block is bit b%8 of byte b/8.
+	BlockBytes = blockBytes
+
+	// DefaultSeed is the hash seed of filters built without Config.Seed or
+	// Config.RandomSeed. It is fixed and public, so that filters built anywhere
+	// agree bit for bit and can be merged and stored; xxh3 with seed 0 is the
+	// plain XXH3_64bits. Anyone who knows it can craft keys that all land in one
+	// block; where keys come from untrusted users, set Config.RandomSeed.
+	DefaultSeed uint64 = 0
+
+	// DefaultGrowth is the Growth of a scalable filter whose Config leaves it
+	// zero: each stage holds twice the keys of the one before, as with
+	// RedisBloom's default EXPANSION 2 and in Almeida et al.'s "Scalable Bloom
+	// Filters" (2007).
+	DefaultGrowth = 2
+
 	// A counting filter's block is the same cache line as 128 4-bit
 	// counters. Its k stops at 8: no eight pairwise-coprime sizes near
 	// 128/8 beyond those in the table sum to 128, and nine cannot.

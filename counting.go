@@ -1,13 +1,10 @@
 package ohbloom
 
 import (
-	"errors"
 	"io"
-	"math"
 	"math/bits"
 	"sync/atomic"
 
-	"github.com/ohbloom/ohbloom/internal/fpr"
 	"github.com/zeebo/xxh3"
 )
 
@@ -15,9 +12,6 @@ import (
 // never decremented again, since it no longer knows how many keys it counts
 // and a decrement could make a present key absent.
 const maxCount = 15
-
-// ErrNotPresent is returned by Remove for a key the filter says is absent.
-var ErrNotPresent = errors.New("ohbloom: key not in the filter")
 
 // countingCore is what the two counting filters share: the geometry and
 // the counters, 128 4-bit counters to a 64-byte block, counter c of a block
@@ -134,59 +128,6 @@ func (l *countingCore) plainAdd(h uint64) {
 	}
 }
 
-// TestAndAdd counts key in and reports whether it may have been present
-// before, as bits-and-blooms' TestAndAdd does: it counts the key in
-// whatever the test says, so a key added twice needs two Removes.
-func (f *CountingFilter) TestAndAdd(key []byte) bool {
-	return f.testAndAddHash(xxh3.HashSeed(key, f.seed))
-}
-
-// TestAndAddString is TestAndAdd for a string key.
-func (f *CountingFilter) TestAndAddString(key string) bool {
-	return f.testAndAddHash(xxh3.HashStringSeed(key, f.seed))
-}
-
-// TestAndAddHash is TestAndAdd for the key whose Hash is h.
-func (f *CountingFilter) TestAndAddHash(h uint64) bool { return f.testAndAddHash(h) }
-
-func (f *CountingFilter) testAndAddHash(h uint64) bool {
-	b, cs := f.counters(h)
-	present := true
-	for _, c := range cs[:f.k] {
-		shift := 4 * (c % 16)
-		v := b[c/16] >> shift & 0xF
-		present = present && v != 0
-		if v < maxCount {
-			b[c/16] += 1 << shift
-		}
-	}
-	return present
-}
-
-// TestOrAdd reports whether key may have been present, and counts it in
-// only if not, as bits-and-blooms' TestOrAdd does: a key added only with
-// TestOrAdd counts once however often it comes, and one Remove takes it
-// out (or a key that collides with it: a false positive is not counted in).
-func (f *CountingFilter) TestOrAdd(key []byte) bool {
-	return f.testOrAddHash(xxh3.HashSeed(key, f.seed))
-}
-
-// TestOrAddString is TestOrAdd for a string key.
-func (f *CountingFilter) TestOrAddString(key string) bool {
-	return f.testOrAddHash(xxh3.HashStringSeed(key, f.seed))
-}
-
-// TestOrAddHash is TestOrAdd for the key whose Hash is h.
-func (f *CountingFilter) TestOrAddHash(h uint64) bool { return f.testOrAddHash(h) }
-
-func (f *CountingFilter) testOrAddHash(h uint64) bool {
-	if f.testHash(h) {
-		return true
-	}
-	f.addHash(h)
-	return false
-}
-
 // Remove counts key out. If the filter says key is absent it returns an
 // error wrapping ErrNotPresent and changes nothing. Counters stuck at 15
 // stay there.
@@ -209,11 +150,6 @@ func (f *CountingFilter) removeHash(h uint64) error {
 	}
 	return nil
 }
-
-// Hash returns the filter's hash of key: XXH3_64bits seeded with the
-// filter's seed, as Filter.Hash. A caller that hashes a key once can log or
-// route the hash and apply it later with AddHash and RemoveHash.
-func (l *countingCore) Hash(key []byte) uint64 { return xxh3.HashSeed(key, l.seed) }
 
 // Seed returns the hash seed.
 func (l *countingCore) Seed() uint64 { return l.seed }
@@ -380,14 +316,6 @@ func (f *CountingFilter) ToAtomic() *AtomicCountingFilter {
 	c.blocks = alignedBlocks(f.nblocks)
 	copy(c.blocks, f.blocks)
 	return &AtomicCountingFilter{c}
-}
-
-// ExpectedCountingFPR is ExpectedFPR for a counting filter's geometry.
-func ExpectedCountingFPR(n, blocks uint64, k int) float64 {
-	if blocks == 0 || k < minK || k > maxCountingK {
-		return math.NaN()
-	}
-	return fpr.Rate(counterTable.ints(k), float64(n)/float64(blocks))
 }
 
 // CountingGeometry is Geometry for a counting filter: the blocks and k that

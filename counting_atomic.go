@@ -93,58 +93,6 @@ func (l *countingCore) atomicAdd(h uint64) {
 	}
 }
 
-// TestAndAdd is CountingFilter.TestAndAdd. Its answer is what each word of
-// counters held just before its own change: when goroutines add the same
-// new key at once, at least one of them reports it new.
-func (f *AtomicCountingFilter) TestAndAdd(key []byte) bool {
-	return f.testAndAddHash(xxh3.HashSeed(key, f.seed))
-}
-
-// TestAndAddString is TestAndAdd for a string key.
-func (f *AtomicCountingFilter) TestAndAddString(key string) bool {
-	return f.testAndAddHash(xxh3.HashStringSeed(key, f.seed))
-}
-
-// TestAndAddHash is TestAndAdd for the key whose Hash is h.
-func (f *AtomicCountingFilter) TestAndAddHash(h uint64) bool { return f.testAndAddHash(h) }
-
-func (f *AtomicCountingFilter) testAndAddHash(h uint64) bool {
-	const low = 0x1111111111111111
-	b, m := f.wordMasks(h)
-	present := true
-	for w, ones := range m {
-		if ones != 0 {
-			was := step(&b[w], ones, true)
-			empty := ^(was | was>>1 | was>>2 | was>>3) & low
-			present = present && empty&ones == 0
-		}
-	}
-	return present
-}
-
-// TestOrAdd is CountingFilter.TestOrAdd, a test and then an add. Goroutines
-// that add the same new key at once may each find it absent and count it
-// in, so that one Remove leaves it present (never absent); at least one of
-// them reports it new.
-func (f *AtomicCountingFilter) TestOrAdd(key []byte) bool {
-	return f.testOrAddHash(xxh3.HashSeed(key, f.seed))
-}
-
-// TestOrAddString is TestOrAdd for a string key.
-func (f *AtomicCountingFilter) TestOrAddString(key string) bool {
-	return f.testOrAddHash(xxh3.HashStringSeed(key, f.seed))
-}
-
-// TestOrAddHash is TestOrAdd for the key whose Hash is h.
-func (f *AtomicCountingFilter) TestOrAddHash(h uint64) bool { return f.testOrAddHash(h) }
-
-func (f *AtomicCountingFilter) testOrAddHash(h uint64) bool {
-	if f.testHash(h) {
-		return true
-	}
-	return f.testAndAddHash(h)
-}
-
 // Remove counts key out, as CountingFilter.Remove does.
 func (f *AtomicCountingFilter) Remove(key []byte) error {
 	return f.removeHash(xxh3.HashSeed(key, f.seed))

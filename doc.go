@@ -79,11 +79,10 @@
 //
 // TestAndAdd and TestOrAdd mean what they mean in bits-and-blooms: both
 // report whether the key may have been present; TestAndAdd adds it
-// whatever the answer, TestOrAdd only when absent. In a Filter the two are
-// one call (setting bits already set changes nothing); a counting filter
-// counts a key in every time with TestAndAdd and once with TestOrAdd; a
-// scalable filter has TestOrAdd only, as adding a key it holds would take
-// room in its newest stage.
+// whatever the answer, TestOrAdd only when absent. A Filter has
+// TestAndAdd, which is both (setting bits already set changes nothing); a
+// scalable filter has TestOrAdd, as adding a key it holds would take room
+// in its newest stage.
 //
 // AtomicFilter sets words with atomic ORs, and only when a bit is missing,
 // so re-adding a present key writes nothing. On Intel CPUs with TSX (RTM)

@@ -178,7 +178,9 @@ func ExampleFilter_TestBatch() {
 
 func ExampleCountingFilter_TestBatch() {
 	f := ohbloom.NewCounting(10_000, 0.01)
-	f.AddBatchStrings([]string{"a", "b", "c"})
+	for _, k := range []string{"a", "b", "c"} {
+		f.AddString(k)
+	}
 	if err := f.RemoveString("b"); err != nil {
 		panic(err)
 	}

@@ -152,28 +152,10 @@ func ExampleLayout_BlockMask() {
 	}
 
 	for _, key := range []string{"alice", "mallory"} {
-		index, mask := layout.BlockMask(layout.HashString(key))
+		index, mask := layout.BlockMask(ohbloom.HashString(layout.Seed(), key))
 		fmt.Println(key, ohbloom.ContainsMask(remote[index], &mask))
 	}
 	// Output:
 	// alice true
 	// mallory false
-}
-
-// A wrapper that counts a sample of its tests: the salt and mask pick one
-// call in 16 here, by the key's hash, and sample learns the answer.
-func ExampleAtomicFilter_TestSampled() {
-	f := ohbloom.NewAtomic(1000, 0.01)
-	f.AddString("alice|bob")
-	sampled := 0
-	count := func(present bool) { sampled++ }
-	const salt, mask = 0x9E3779B97F4A7C15, 0xf << 60
-	for i := range 1600 {
-		f.TestSampled([]byte(fmt.Sprint("key", i)), salt, mask, count)
-	}
-	fmt.Println(f.TestSampled([]byte("alice|bob"), salt, mask, count))
-	fmt.Println("about 100 of 1600 calls sampled:", sampled > 50 && sampled < 150)
-	// Output:
-	// true
-	// about 100 of 1600 calls sampled: true
 }

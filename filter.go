@@ -1,7 +1,6 @@
 package ohbloom
 
 import (
-	"errors"
 	"fmt"
 	"math"
 
@@ -116,16 +115,6 @@ func (f *Filter) TestAndAddString(key string) bool {
 	return f.testAndAddHash(xxh3.HashStringSeed(key, f.seed))
 }
 
-// TestOrAdd reports whether key may have been present, and adds it if not,
-// as bits-and-blooms' TestOrAdd does. In a Filter it is TestAndAdd: adding
-// a key whose bits are all set changes nothing. It is here so that the
-// call that deduplicates is spelled alike on every filter (on a counting
-// or scalable filter the two differ).
-func (f *Filter) TestOrAdd(key []byte) bool { return f.TestAndAdd(key) }
-
-// TestOrAddString is TestOrAdd for a string key.
-func (f *Filter) TestOrAddString(key string) bool { return f.TestAndAddString(key) }
-
 func (f *Filter) testAndAddHash(h uint64) bool {
 	return f.testAndAddBits(f.blockOf(h), residue(h))
 }
@@ -173,10 +162,6 @@ func (l *core) EstimatedFPR() float64 { return l.exactFPR() }
 
 // SizeBytes returns the memory the filter's bits occupy.
 func (l *core) SizeBytes() uint64 { return l.nblocks * blockBytes }
-
-// ErrIncompatible is returned when two filters cannot be combined because
-// their block counts, partition counts or seeds differ.
-var ErrIncompatible = errors.New("ohbloom: incompatible filters")
 
 func incompatible(a, b *core) error {
 	return fmt.Errorf("%w: %d blocks k=%d seed=%#x vs %d blocks k=%d seed=%#x",

@@ -292,9 +292,6 @@ func decodeBlocks(dst []block, src []byte) {
 // MarshalBinary returns the filter in the format of Filter.WriteTo.
 func (f *Filter) MarshalBinary() ([]byte, error) { return f.marshal(), nil }
 
-// MarshalBinary returns the filter in the format of Filter.WriteTo.
-func (f *AtomicFilter) MarshalBinary() ([]byte, error) { return f.marshal(), nil }
-
 func (l *core) marshal() []byte { return marshalBlocks(l.header(), l.blocks) }
 
 // marshalBlocks returns an encoded filter.
@@ -310,10 +307,6 @@ func marshalBlocks(h header, blocks []block) []byte {
 // UnmarshalBinary replaces f with the filter encoded in data, which must be
 // exactly one encoded filter. On error f is unchanged.
 func (f *Filter) UnmarshalBinary(data []byte) error { return f.unmarshal(data) }
-
-// UnmarshalBinary replaces f with the filter encoded in data. It must not
-// run concurrently with any other method. On error f is unchanged.
-func (f *AtomicFilter) UnmarshalBinary(data []byte) error { return f.unmarshal(data) }
 
 func (l *core) unmarshal(data []byte) error {
 	h, blocks, err := unmarshalBlocks(data, kindBlocked)

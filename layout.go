@@ -2,15 +2,9 @@ package ohbloom
 
 import (
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"math/bits"
 )
-
-// BlockBytes is the size of one block of a blocked filter: one cache line,
-// 512 bits. Encoded blocks (WriteTo, AppendBlocks) hold each block as its 8
-// words, little-endian, so bit b of a block is bit b%8 of byte b/8.
-const BlockBytes = blockBytes
 
 // Layout is where a blocked filter puts each key, without the bits: the
 // block count, k, the partition sizes and the seed. It lets a program that
@@ -56,12 +50,6 @@ func (g Layout) Capacity() uint64 { return g.l.capacity }
 // TargetFPR returns the false positive rate the layout was sized for.
 func (g Layout) TargetFPR() float64 { return g.l.targetFPR }
 
-// Hash returns the hash of key, as Filter.Hash does.
-func (g Layout) Hash(key []byte) uint64 { return g.l.Hash(key) }
-
-// HashString is Hash for a string key.
-func (g Layout) HashString(key string) uint64 { return g.l.HashString(key) }
-
 // Config returns a Config that builds a filter of exactly this layout.
 func (g Layout) Config() Config {
 	return Config{Blocks: g.l.nblocks, K: g.l.k, Seed: g.l.seed,
@@ -98,10 +86,6 @@ func ContainsMask(block []byte, mask *[BlockBytes]byte) bool {
 	}
 	return true
 }
-
-// ErrBlockRange is returned by OrBlocks for data that is not whole blocks or
-// reaches past the filter's last block.
-var ErrBlockRange = errors.New("ohbloom: blocks out of range")
 
 // AppendBlocks appends the encoding of blocks [first, first+n) to dst. It
 // panics if the range is beyond the filter, as slicing would.

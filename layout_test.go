@@ -24,7 +24,7 @@ func TestLayoutBlockMaskMatchesFilter(t *testing.T) {
 		for i := range 3000 {
 			key := fmt.Appendf(nil, "key-%d", i)
 			f.Add(key)
-			h := g.Hash(key)
+			h := Hash(g.Seed(), key)
 			index, mask := g.BlockMask(h)
 			wantIndex, wantMask := f.locate(h)
 			if index != wantIndex {
@@ -198,9 +198,9 @@ func TestHashTestIsHashAndTest(t *testing.T) {
 		}
 		h, ok := f.HashTest([]byte(key))
 		hs, oks := f.HashTestString(key)
-		if h != f.Hash([]byte(key)) || hs != h || ok != f.TestString(key) || oks != ok {
+		if h != Hash(f.Seed(), []byte(key)) || hs != h || ok != f.TestString(key) || oks != ok {
 			t.Fatalf("key %s: HashTest (%#x, %v), HashTestString (%#x, %v), Hash %#x, Test %v",
-				key, h, ok, hs, oks, f.Hash([]byte(key)), f.TestString(key))
+				key, h, ok, hs, oks, Hash(f.Seed(), []byte(key)), f.TestString(key))
 		}
 	}
 }

@@ -116,9 +116,6 @@ func defaultLoadMemory() uint64 {
 // add up to one filter. AddParallelWith sets another bound.
 func (f *AtomicFilter) AddParallel(keys [][]byte) { addParallel(f, keys, ParallelConfig{}) }
 
-// AddParallelStrings is AddParallel for string keys.
-func (f *AtomicFilter) AddParallelStrings(keys []string) { addParallel(f, keys, ParallelConfig{}) }
-
 // AddParallelWith is AddParallel with the memory of its private build
 // bounded by c.
 func (f *AtomicFilter) AddParallelWith(keys [][]byte, c ParallelConfig) { addParallel(f, keys, c) }

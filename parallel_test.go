@@ -115,12 +115,12 @@ func TestBulkLoadWithLiveStream(t *testing.T) {
 func TestAddParallelSmallAndEmpty(t *testing.T) {
 	a := NewAtomic(1000, 0.01)
 	a.AddParallel(nil)
-	a.AddParallelStrings([]string{"x", "y"})
+	a.AddParallel([][]byte{[]byte("x"), []byte("y")})
 	if n := a.AddSeq(func(func([]byte) bool) {}); n != 0 {
 		t.Fatalf("AddSeq of nothing = %d", n)
 	}
 	if !a.TestString("x") || !a.TestString("y") {
-		t.Fatal("AddParallelStrings lost a key")
+		t.Fatal("AddParallel lost a key")
 	}
 	ref := New(1000, 0.01)
 	ref.AddString("x")
@@ -149,7 +149,7 @@ func TestHugeFilter(t *testing.T) {
 	a.AddParallel(keys)
 	var top uint64
 	for _, k := range keys {
-		i, _ := a.locate(a.Hash(k))
+		i, _ := a.locate(Hash(a.Seed(), k))
 		top = max(top, i)
 	}
 	if top < 1<<26-1<<20 {

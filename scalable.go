@@ -8,12 +8,6 @@ import (
 	"sync/atomic"
 )
 
-// DefaultGrowth is the Growth of a scalable filter whose Config leaves it
-// zero: each stage holds twice the keys of the one before, as with
-// RedisBloom's default EXPANSION 2 and in Almeida et al.'s "Scalable Bloom
-// Filters" (2007).
-const DefaultGrowth = 2
-
 // How a new scalable filter shares its false positive rate p among its
 // stages. Stage 0, the capacity the user asked for, gets firstShare·p.
 // The stages after it that take the filter to rampReach times that
@@ -292,10 +286,10 @@ func NewScalableWithConfig(c Config) (*ScalableFilter, error) {
 // the key, to the newest stage beyond its capacity: no key is lost, but the
 // false positive rate rises above p, and Err says why. TryAdd refuses
 // instead.
-func (s *ScalableFilter) Add(key []byte) { s.AddHash(s.stages[0].Hash(key)) }
+func (s *ScalableFilter) Add(key []byte) { s.AddHash(s.stages[0].hash(key)) }
 
 // AddString is Add for a string key.
-func (s *ScalableFilter) AddString(key string) { s.AddHash(s.stages[0].HashString(key)) }
+func (s *ScalableFilter) AddString(key string) { s.AddHash(s.stages[0].hashString(key)) }
 
 // AddHash adds the key whose Hash is h.
 func (s *ScalableFilter) AddHash(h uint64) { s.insert(h, true) }
@@ -305,11 +299,11 @@ func (s *ScalableFilter) AddHash(h uint64) { s.insert(h, true) }
 // has no TestAndAdd (bits-and-blooms' "add whatever the test says"): a key
 // it holds would take a place in the newest stage again, and the filter
 // would grow for keys it already has.
-func (s *ScalableFilter) TestOrAdd(key []byte) bool { return s.TestOrAddHash(s.stages[0].Hash(key)) }
+func (s *ScalableFilter) TestOrAdd(key []byte) bool { return s.TestOrAddHash(s.stages[0].hash(key)) }
 
 // TestOrAddString is TestOrAdd for a string key.
 func (s *ScalableFilter) TestOrAddString(key string) bool {
-	return s.TestOrAddHash(s.stages[0].HashString(key))
+	return s.TestOrAddHash(s.stages[0].hashString(key))
 }
 
 // TestOrAddHash is TestOrAdd for the key whose Hash is h.
@@ -322,12 +316,12 @@ func (s *ScalableFilter) TestOrAddHash(h uint64) bool {
 // whether it added it. When the key is new and the filter is full it adds
 // nothing and returns an error wrapping ErrFull; the filter keeps its rate.
 func (s *ScalableFilter) TryAdd(key []byte) (added bool, err error) {
-	return s.insert(s.stages[0].Hash(key), false)
+	return s.insert(s.stages[0].hash(key), false)
 }
 
 // TryAddString is TryAdd for a string key.
 func (s *ScalableFilter) TryAddString(key string) (added bool, err error) {
-	return s.insert(s.stages[0].HashString(key), false)
+	return s.insert(s.stages[0].hashString(key), false)
 }
 
 // TryAddHash is TryAdd for the key whose Hash is h.
@@ -373,11 +367,11 @@ func (s *ScalableFilter) grow() error {
 }
 
 // Test reports whether key may be in the filter.
-func (s *ScalableFilter) Test(key []byte) bool { return s.TestHash(s.stages[0].Hash(key)) }
+func (s *ScalableFilter) Test(key []byte) bool { return s.TestHash(s.stages[0].hash(key)) }
 
 // TestString is Test for a string key.
 func (s *ScalableFilter) TestString(key string) bool {
-	return s.TestHash(s.stages[0].HashString(key))
+	return s.TestHash(s.stages[0].hashString(key))
 }
 
 // TestHash tests the key whose Hash is h, newest stage first.
@@ -389,9 +383,6 @@ func (s *ScalableFilter) TestHash(h uint64) bool {
 	}
 	return false
 }
-
-// Hash returns the filter's hash of key (XXH3 with its seed).
-func (s *ScalableFilter) Hash(key []byte) uint64 { return s.stages[0].Hash(key) }
 
 // Stages returns the number of stages.
 func (s *ScalableFilter) Stages() int { return len(s.stages) }
@@ -527,10 +518,10 @@ func NewAtomicScalableWithConfig(c Config) (*AtomicScalableFilter, error) {
 
 // Add inserts key into the newest stage, unless the filter already tests
 // positive for it; see ScalableFilter.Add.
-func (s *AtomicScalableFilter) Add(key []byte) { s.AddHash(s.first().Hash(key)) }
+func (s *AtomicScalableFilter) Add(key []byte) { s.AddHash(s.first().hash(key)) }
 
 // AddString is Add for a string key.
-func (s *AtomicScalableFilter) AddString(key string) { s.AddHash(s.first().HashString(key)) }
+func (s *AtomicScalableFilter) AddString(key string) { s.AddHash(s.first().hashString(key)) }
 
 func (s *AtomicScalableFilter) first() *AtomicFilter { return (*s.stages.Load())[0].f }
 
@@ -541,12 +532,12 @@ func (s *AtomicScalableFilter) AddHash(h uint64) { s.insert(h, true) }
 // key at once, at least one of them reports it as new, as
 // AtomicFilter.TestOrAdd does.
 func (s *AtomicScalableFilter) TestOrAdd(key []byte) bool {
-	return s.TestOrAddHash(s.first().Hash(key))
+	return s.TestOrAddHash(s.first().hash(key))
 }
 
 // TestOrAddString is TestOrAdd for a string key.
 func (s *AtomicScalableFilter) TestOrAddString(key string) bool {
-	return s.TestOrAddHash(s.first().HashString(key))
+	return s.TestOrAddHash(s.first().hashString(key))
 }
 
 // TestOrAddHash is TestOrAdd for the key whose Hash is h.
@@ -558,12 +549,12 @@ func (s *AtomicScalableFilter) TestOrAddHash(h uint64) bool {
 // TryAdd is ScalableFilter.TryAdd. When goroutines add the same new key at
 // once, at least one of them reports it as added.
 func (s *AtomicScalableFilter) TryAdd(key []byte) (added bool, err error) {
-	return s.insert(s.first().Hash(key), false)
+	return s.insert(s.first().hash(key), false)
 }
 
 // TryAddString is TryAdd for a string key.
 func (s *AtomicScalableFilter) TryAddString(key string) (added bool, err error) {
-	return s.insert(s.first().HashString(key), false)
+	return s.insert(s.first().hashString(key), false)
 }
 
 // TryAddHash is TryAdd for the key whose Hash is h.
@@ -572,24 +563,12 @@ func (s *AtomicScalableFilter) TryAddHash(h uint64) (added bool, err error) {
 }
 
 func (s *AtomicScalableFilter) insert(h uint64, overfill bool) (bool, error) {
-	return s.insertFrom(h, overfill, -1)
-}
-
-// insertFrom is insert for AddBatch, with a key that stages[:older] did
-// not hold when it tested it: the key is no more there (the stages older
-// than the newest take no keys), so it tests only the stages from there up
-// to the newest, exclusive. The newest stage's own test-and-add then
-// finds a key that arrived meanwhile, and gives its place back, as for a
-// key two goroutines add at once. With older < 0 it is insert, which
-// tests every stage first so that adding a present key takes no place.
-func (s *AtomicScalableFilter) insertFrom(h uint64, overfill bool, older int) (bool, error) {
 	for {
 		stages := *s.stages.Load()
-		last := len(stages) - 1
-		if older < 0 && testStages(stages, h) || older >= 0 && testStages(stages[min(older, last):last], h) {
+		if testStages(stages, h) {
 			return false, nil
 		}
-		newest := stages[last]
+		newest := stages[len(stages)-1]
 		for {
 			n := newest.added.Load()
 			if n >= newest.f.capacity {
@@ -604,9 +583,6 @@ func (s *AtomicScalableFilter) insertFrom(h uint64, overfill bool, older int) (b
 				}
 				return true, nil
 			}
-		}
-		if older >= 0 && newest.f.TestHash(h) {
-			return false, nil // a full stage grows only for a key it lacks
 		}
 		var err error
 		if e := s.err.Load(); e != nil {
@@ -658,20 +634,17 @@ func (s *AtomicScalableFilter) addStage(i int) error {
 // Test reports whether key may be in the filter.
 func (s *AtomicScalableFilter) Test(key []byte) bool {
 	stages := *s.stages.Load()
-	return testStages(stages, stages[0].f.Hash(key))
+	return testStages(stages, stages[0].f.hash(key))
 }
 
 // TestString is Test for a string key.
 func (s *AtomicScalableFilter) TestString(key string) bool {
 	stages := *s.stages.Load()
-	return testStages(stages, stages[0].f.HashString(key))
+	return testStages(stages, stages[0].f.hashString(key))
 }
 
 // TestHash tests the key whose Hash is h.
 func (s *AtomicScalableFilter) TestHash(h uint64) bool { return testStages(*s.stages.Load(), h) }
-
-// Hash returns the filter's hash of key (XXH3 with its seed).
-func (s *AtomicScalableFilter) Hash(key []byte) uint64 { return s.first().Hash(key) }
 
 func testStages(stages []*atomicStage, h uint64) bool {
 	for i := len(stages) - 1; i >= 0; i-- {

@@ -22,60 +22,10 @@ func (s *ScalableFilter) TestBatchStrings(keys []string, results []bool) {
 	testStagesBatch(s.stageCores(), keys, opTest, results)
 }
 
-// AddBatch adds keys as Add does, one after another: the filter ends as a
-// loop of Add leaves it, with the same stages, counts and bits. It tests a
-// window of keys against every stage with the cache misses in flight
-// together first, and then adds the keys that were absent, which finds
-// their blocks in the cache.
-func (s *ScalableFilter) AddBatch(keys [][]byte) { addStagesBatch(s, keys) }
-
-// AddBatchStrings is AddBatch for string keys.
-func (s *ScalableFilter) AddBatchStrings(keys []string) { addStagesBatch(s, keys) }
-
 // stageCores is the stages' cores, oldest first, as testStagesBatch takes
 // them.
 func (s *ScalableFilter) stageCores() stageList {
 	return stageList{n: len(s.stages), plain: s.stages}
-}
-
-func addStagesBatch[K []byte | string](s *ScalableFilter, keys []K) {
-	var hs [stageWindow]uint64
-	var present [stageWindow]bool
-	for from := 0; from < len(keys); from += stageWindow {
-		window := keys[from:min(len(keys), from+stageWindow)]
-		h := hs[:len(window)]
-		newest := len(s.stages) - 1
-		testStagesHashed(s.stageCores(), window, h, opTest, present[:len(window)])
-		for i, h := range h {
-			// Only the newest stage, and those added since the test, take
-			// keys: a key absent from the older ones then is absent now.
-			if !present[i] {
-				s.insertFrom(h, newest)
-			}
-		}
-	}
-}
-
-// insertFrom is insert(h, true) for a key known to be absent from the
-// stages older than from. While the newest stage has room, it tests and
-// adds there in one probe: adding a key whose bits are all set changes
-// nothing, and only a key that was absent counts.
-func (s *ScalableFilter) insertFrom(h uint64, from int) {
-	last := len(s.stages) - 1
-	for i := last - 1; i >= from; i-- {
-		if s.stages[i].TestHash(h) {
-			return
-		}
-	}
-	if s.counts[last] < s.stages[last].capacity {
-		if !s.stages[last].testAndAddHash(h) {
-			s.counts[last]++
-		}
-		return
-	}
-	if !s.stages[last].TestHash(h) {
-		s.add(h, true)
-	}
 }
 
 // TestBatch tests keys as ScalableFilter.TestBatch does. A stage added
@@ -90,37 +40,9 @@ func (s *AtomicScalableFilter) TestBatchStrings(keys []string, results []bool) {
 	testStagesBatch(s.stageCores(), keys, opAtomicTest, results)
 }
 
-// AddBatch adds keys as Add does each, testing a window of them against
-// every stage with the cache misses in flight together first, as
-// ScalableFilter.AddBatch does. Goroutines may Add, Test and AddBatch
-// meanwhile, as they may during Adds.
-func (s *AtomicScalableFilter) AddBatch(keys [][]byte) { addAtomicStagesBatch(s, keys) }
-
-// AddBatchStrings is AddBatch for string keys.
-func (s *AtomicScalableFilter) AddBatchStrings(keys []string) { addAtomicStagesBatch(s, keys) }
-
 func (s *AtomicScalableFilter) stageCores() stageList {
 	stages := *s.stages.Load()
 	return stageList{n: len(stages), atomic: stages}
-}
-
-func addAtomicStagesBatch[K []byte | string](s *AtomicScalableFilter, keys []K) {
-	var hs [stageWindow]uint64
-	var present [stageWindow]bool
-	for from := 0; from < len(keys); from += stageWindow {
-		window := keys[from:min(len(keys), from+stageWindow)]
-		h := hs[:len(window)]
-		stages := s.stageCores()
-		testStagesHashed(stages, window, h, opAtomicTest, present[:len(window)])
-		for i, h := range h {
-			// Only the newest stage, and those added since, take keys
-			// (but from a goroutine that still sees an older one as the
-			// newest, and may then count a key twice, as Add may).
-			if !present[i] {
-				s.insertFrom(h, true, stages.n-1)
-			}
-		}
-	}
 }
 
 // stageList is the stages of either scalable filter, oldest first.

@@ -13,13 +13,6 @@ import (
 	"github.com/ohbloom/ohbloom/internal/sysmem"
 )
 
-// DefaultSeed is the hash seed of filters built without Config.Seed or
-// Config.RandomSeed. It is fixed and public, so that filters built anywhere
-// agree bit for bit and can be merged and stored; xxh3 with seed 0 is the
-// plain XXH3_64bits. Anyone who knows it can craft keys that all land in one
-// block; where keys come from untrusted users, set Config.RandomSeed.
-const DefaultSeed uint64 = 0
-
 // sizingMargin is how far below the requested rate New aims the expected
 // rate: 2%. It covers what the exact model leaves to chance (how keys fall
 // into blocks in one particular filter, and the noise of measuring a rate on
@@ -64,19 +57,37 @@ type Config struct {
 	_ struct{} // forces keyed fields, so that the Config can grow
 }
 
-// ErrInvalidConfig is wrapped by every error about a Config's values.
-var ErrInvalidConfig = errors.New("ohbloom: invalid config")
+// Errors of building, changing and combining filters. Each error wraps
+// one of them where it applies, and says what exactly was wrong.
+var (
+	// ErrInvalidConfig is wrapped by every error about a Config's values.
+	ErrInvalidConfig = errors.New("ohbloom: invalid config")
 
-// ErrTooLarge is returned when a filter would need more than MaxBlocks blocks
-// or more memory than the platform can address or the machine has.
-var ErrTooLarge = errors.New("ohbloom: filter too large")
+	// ErrTooLarge is returned when a filter would need more than MaxBlocks
+	// blocks or more memory than the platform can address or the machine
+	// has.
+	ErrTooLarge = errors.New("ohbloom: filter too large")
 
-// ErrFull is wrapped by the error of a scalable filter that cannot take
-// another new key: its newest stage holds its capacity and the next stage
-// cannot be added, because it would take the filter past Config.MaxBytes
-// or cannot be built at all (then the error wraps ErrTooLarge or
-// ErrInvalidConfig too). The filter still answers for every key it holds.
-var ErrFull = errors.New("ohbloom: filter is full")
+	// ErrFull is wrapped by the error of a scalable filter that cannot take
+	// another new key: its newest stage holds its capacity and the next
+	// stage cannot be added, because it would take the filter past
+	// Config.MaxBytes or cannot be built at all (then the error wraps
+	// ErrTooLarge or ErrInvalidConfig too). The filter still answers for
+	// every key it holds.
+	ErrFull = errors.New("ohbloom: filter is full")
+
+	// ErrNotPresent is returned by a counting filter's Remove for a key
+	// the filter says is absent.
+	ErrNotPresent = errors.New("ohbloom: key not in the filter")
+
+	// ErrIncompatible is returned when two filters cannot be combined
+	// because their block counts, partition counts or seeds differ.
+	ErrIncompatible = errors.New("ohbloom: incompatible filters")
+
+	// ErrBlockRange is returned by OrBlocks for data that is not whole
+	// blocks or reaches past the filter's last block.
+	ErrBlockRange = errors.New("ohbloom: blocks out of range")
+)
 
 // plan turns a Config into a core with no storage yet, for a filter
 // about to be allocated here: one larger than this machine's memory is

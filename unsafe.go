@@ -13,8 +13,8 @@ package ohbloom
 //   - Handing keys to the assembly as a pointer and a length, with no copy
 //     of a string's bytes and no nil check of the filter (raw), and a
 //     window of []byte or string keys as their headers (keyHeaders).
-//   - A string as bytes, for the string forms of Test, HashTest and
-//     TestSampled on AtomicFilter and Snapshot.
+//   - A string as bytes, for the string forms of Test and HashTest on
+//     AtomicFilter and Snapshot.
 
 import "unsafe"
 

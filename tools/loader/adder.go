@@ -43,7 +43,7 @@ func newKeyAdder(f *ohbloom.AtomicFilter, maxMemory uint64) *keyAdder {
 
 // add adds one key. key need not outlive the call.
 func (a *keyAdder) add(key []byte) {
-	a.hs = append(a.hs, a.layout.Hash(key))
+	a.hs = append(a.hs, ohbloom.Hash(a.layout.Seed(), key))
 	if len(a.hs) == hashBatch {
 		a.flush()
 	}

@@ -27,8 +27,7 @@ import (
 // Filter is what Instrumented needs of a filter. *ohbloom.Filter,
 // *ohbloom.AtomicFilter and *ohbloom.Snapshot have it.
 type Filter interface {
-	Hash([]byte) uint64
-	HashString(string) uint64
+	Seed() uint64
 	TestHash(uint64) bool
 	TestHashes([]uint64, []bool)
 	FillRatio() float64
@@ -62,10 +61,10 @@ type shard struct {
 // a prometheus.Collector. It is safe for concurrent use when the filter is.
 type Instrumented struct {
 	f      Filter
+	seed   uint64                // f's hash seed: keys are hashed with ohbloom.Hash(seed, key)
 	atomic *ohbloom.AtomicFilter // f, when it is one: static calls, no interface dispatch
 	add    Adder                 // nil for a read-only filter
 	salt   atomic.Uint64         // changes now and then; read-mostly, so cheap to load
-	sample func(present bool)    // m.countTest, made once: a method value per call would allocate
 	shards *[shards]shard
 	name   string
 
@@ -89,10 +88,9 @@ type descs struct {
 // New wraps f, whose metrics carry the label filter=name. If f can be added
 // to (it implements Adder), Add and AddBatch are counted too.
 func New(name string, f Filter) *Instrumented {
-	m := &Instrumented{f: f, name: name, shards: new([shards]shard)}
+	m := &Instrumented{f: f, seed: f.Seed(), name: name, shards: new([shards]shard)}
 	m.add, _ = f.(Adder)
 	m.atomic, _ = f.(*ohbloom.AtomicFilter)
-	m.sample = m.countTest
 	label := prometheus.Labels{"filter": name}
 	d := func(metric, help string) *prometheus.Desc {
 		return prometheus.NewDesc("ohbloom_"+metric, help, nil, label)
@@ -115,7 +113,7 @@ func (m *Instrumented) Test(key []byte) bool {
 	if a := m.atomic; a != nil {
 		return m.record(a.HashTest(key)) // one call, as a bare Test
 	}
-	h := m.f.Hash(key)
+	h := ohbloom.Hash(m.seed, key)
 	return m.record(h, m.f.TestHash(h))
 }
 
@@ -123,7 +121,7 @@ func (m *Instrumented) Test(key []byte) bool {
 // costs a few percent over the filter's own: where Instrumented.Test calls
 // the filter through a method of its own and a pointer, Atomic.Test is one
 // call, which the compiler inlines into the caller, to
-// AtomicFilter.TestSampled on a copy of the filter's header held in the
+// AtomicFilter.HashTest on a copy of the filter's header held in the
 // Atomic itself. The copy shares the filter's bits, so keys added to the
 // filter by anyone are seen; it does not follow an UnmarshalBinary or
 // ReadFrom into the filter, which replace the bits.
@@ -139,16 +137,24 @@ func NewAtomic(name string, f *ohbloom.AtomicFilter) *Atomic {
 
 // Test reports whether key may be in the filter, and counts the test.
 func (a *Atomic) Test(key []byte) bool {
-	return a.view.TestSampled(key, a.salt.Load(), sampleMask, a.sample)
+	h, ok := a.view.HashTest(key)
+	if (h^a.salt.Load())&sampleMask == 0 {
+		a.countTest(ok)
+	}
+	return ok
 }
 
 // TestString is Test for a string key.
 func (a *Atomic) TestString(key string) bool {
-	return a.view.TestSampledString(key, a.salt.Load(), sampleMask, a.sample)
+	h, ok := a.view.HashTestString(key)
+	if (h^a.salt.Load())&sampleMask == 0 {
+		a.countTest(ok)
+	}
+	return ok
 }
 
-// sampleMask selects the top sampleBits bits of a hash, for TestSampled:
-// the calls Instrumented.record counts.
+// sampleMask selects the top sampleBits bits of a hash: the calls
+// Instrumented.record counts.
 const sampleMask = uint64(1<<sampleBits-1) << (64 - sampleBits)
 
 // TestString is Test for a string key.
@@ -156,7 +162,7 @@ func (m *Instrumented) TestString(key string) bool {
 	if a := m.atomic; a != nil {
 		return m.record(a.HashTestString(key))
 	}
-	h := m.f.HashString(key)
+	h := ohbloom.HashString(m.seed, key)
 	return m.record(h, m.f.TestHash(h))
 }
 
@@ -206,10 +212,10 @@ func (m *Instrumented) TestBatch(hs []uint64, results []bool) {
 }
 
 // Add adds key, and counts it. It panics if the filter cannot be added to.
-func (m *Instrumented) Add(key []byte) { m.addHash(m.f.Hash(key)) }
+func (m *Instrumented) Add(key []byte) { m.addHash(ohbloom.Hash(m.seed, key)) }
 
 // AddString is Add for a string key.
-func (m *Instrumented) AddString(key string) { m.addHash(m.f.HashString(key)) }
+func (m *Instrumented) AddString(key string) { m.addHash(ohbloom.HashString(m.seed, key)) }
 
 func (m *Instrumented) addHash(h uint64) {
 	m.add.AddHash(h)
@@ -226,7 +232,7 @@ func (m *Instrumented) AddBatch(hs []uint64) {
 }
 
 // Hash returns the filter's hash of key, for TestBatch and AddBatch.
-func (m *Instrumented) Hash(key []byte) uint64 { return m.f.Hash(key) }
+func (m *Instrumented) Hash(key []byte) uint64 { return ohbloom.Hash(m.seed, key) }
 
 // Counts returns the tests, positives and adds counted so far.
 func (m *Instrumented) Counts() (tests, positives, adds uint64) {

@@ -251,12 +251,12 @@ func wasNew(cmd *redis.IntSliceCmd) (bool, error) {
 
 // Add adds key and reports whether it was new.
 func (f *Filter) Add(ctx context.Context, key []byte) (bool, error) {
-	return f.AddHash(ctx, f.layout.Hash(key))
+	return f.AddHash(ctx, ohbloom.Hash(f.layout.Seed(), key))
 }
 
 // AddString is Add for a string key.
 func (f *Filter) AddString(ctx context.Context, key string) (bool, error) {
-	return f.AddHash(ctx, f.layout.HashString(key))
+	return f.AddHash(ctx, ohbloom.HashString(f.layout.Seed(), key))
 }
 
 // TestHash reports whether the key whose hash is h may be in the filter,
@@ -282,12 +282,12 @@ func contains(cmd *redis.StringCmd, mask [ohbloom.BlockBytes]byte) (bool, error)
 
 // Test reports whether key may be in the filter.
 func (f *Filter) Test(ctx context.Context, key []byte) (bool, error) {
-	return f.TestHash(ctx, f.layout.Hash(key))
+	return f.TestHash(ctx, ohbloom.Hash(f.layout.Seed(), key))
 }
 
 // TestString is Test for a string key.
 func (f *Filter) TestString(ctx context.Context, key string) (bool, error) {
-	return f.TestHash(ctx, f.layout.HashString(key))
+	return f.TestHash(ctx, ohbloom.HashString(f.layout.Seed(), key))
 }
 
 // AddBatch adds keys in one pipelined round trip (one per node on a
@@ -298,7 +298,7 @@ func (f *Filter) AddBatch(ctx context.Context, keys [][]byte, isNew []bool) erro
 	cmds := make([]*redis.IntSliceCmd, len(keys))
 	_, err := f.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for i, k := range keys {
-			cmds[i] = f.addCmd(ctx, p, f.layout.Hash(k))
+			cmds[i] = f.addCmd(ctx, p, ohbloom.Hash(f.layout.Seed(), k))
 		}
 		return nil
 	})
@@ -327,7 +327,7 @@ func (f *Filter) TestBatch(ctx context.Context, keys [][]byte, results []bool) e
 	masks := make([][ohbloom.BlockBytes]byte, len(keys))
 	_, err := f.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for i, k := range keys {
-			cmds[i], masks[i] = f.testCmd(ctx, p, f.layout.Hash(k))
+			cmds[i], masks[i] = f.testCmd(ctx, p, ohbloom.Hash(f.layout.Seed(), k))
 		}
 		return nil
 	})

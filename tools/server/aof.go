@@ -221,6 +221,20 @@ type appendLog struct {
 	size       int64 // bytes written to f (whole records, but for skip)
 	syncedSize int64
 
+	// Space reserved for the segment (reserve.go). reserveOn says the
+	// file system reserves. resEnd is the offset up to which f's blocks
+	// are reserved, base the offset where the first byte of the buffer
+	// not yet in f goes (past a flush's batch in flight: l.size when no
+	// flush runs). old is, during a rotation, the old segment's. growErr
+	// says why the last extension fell short (nil: it did not). shortNow
+	// is short's value.
+	reserveOn bool
+	resEnd    int64
+	base      int64
+	old       *oldReserve
+	growErr   error
+	shortNow  bool
+
 	// Mirrors of the state above for the lock-free checks of the command
 	// path.
 	oldest   atomic.Int64 // the older of pendingSince and unsyncedSince
@@ -228,6 +242,11 @@ type appendLog struct {
 	buffered atomic.Int64
 	failed   atomic.Bool
 	genNow   atomic.Uint64
+	// fitPos is the position up to which every record is written or
+	// fits in the reserved space; short says the reservation cannot grow
+	// and less than reserveKeep is left: changes are refused.
+	fitPos atomic.Uint64
+	short  atomic.Bool
 
 	// For tests: a clock to replace the real one, and the writers waiting
 	// for the flusher to catch up.
@@ -244,6 +263,13 @@ type appendLog struct {
 	wake chan struct{}
 	stop chan struct{}
 	done chan struct{}
+}
+
+// oldReserve is the old segment's reservation during a rotation: the
+// offset after the batch the rotation writes there, and its reserved end.
+type oldReserve struct {
+	base, resEnd int64
+	growErr      error
 }
 
 // loadPiece is a load record's dump, written from where LOADCHUNK keeps it
@@ -287,6 +313,16 @@ func openLog(dir string, policy fsyncPolicy, last *segmentFile, man *manifest, l
 	}
 	l.size, l.syncedSize = st.Size(), st.Size()
 	l.genNow.Store(l.gen)
+	l.base, l.resEnd, l.reserveOn = l.size, l.size, true
+	end, err := growReserve(l.f, l.size, l.size+reserveStep)
+	if errors.Is(err, errNoReserve) {
+		l.reserveOn = false
+		l.fitPos.Store(math.MaxUint64)
+		logger.Warn("the append-only log cannot reserve disk space here: on a full disk, kill -9 can lose the changes acknowledged in the second before the first error (see docs/server.md)", "err", err)
+	} else {
+		l.resEnd, l.growErr = end, err
+		l.refitLocked(0)
+	}
 	go l.run()
 	return l, nil
 }
@@ -354,6 +390,7 @@ func (l *appendLog) appendedLocked(n uint64) uint64 {
 		size += int64(len(p.data))
 	}
 	l.buffered.Store(size)
+	l.refitLocked(size)
 	if !l.woken && size >= flushAhead {
 		l.woken = true
 		select {
@@ -511,23 +548,25 @@ func (l *appendLog) appendLoad(key string, dump []byte) (uint64, error) {
 // acknowledged: under always when the record is durable; under everysec
 // at once, unless a record older than stallAfter is not yet fsynced or
 // the buffer is over maxBuffered, and then when the flusher has caught
-// up. A change made while the log is failing (a DEL, a FLUSHALL: the
-// others are refused) waits, under every policy, until its record is
-// durable: the log is written again, or a save completes, first (one try
-// each). It returns the log's error if the record did not become durable
-// (a write failed, or the try): the change must not be acknowledged.
+// up; and if the record does not fit in the space reserved for the log
+// (reserve.go), once it is durable. A change made while the log is
+// failing, or has no space reserved left (a DEL, a FLUSHALL: the others
+// are refused), waits, under every policy, until its record is durable:
+// the log is written again, or a save completes, first (one try each).
+// It returns the log's error if the record did not become durable (a
+// write failed, or the try): the change must not be acknowledged.
 func (l *appendLog) await(pos uint64) error {
-	if l.policy != fsyncAlways && !l.failed.Load() && l.buffered.Load() <= maxBuffered && !l.stalled() {
+	if l.policy != fsyncAlways && !l.refusing() && pos <= l.fitPos.Load() && l.buffered.Load() <= maxBuffered && !l.stalled() {
 		return nil
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	strict, mayRecover := l.policy == fsyncAlways || l.err != nil, l.err != nil
+	strict, mayRecover := l.policy == fsyncAlways || l.err != nil || l.shortNow, l.err != nil
 	for {
 		switch {
 		case l.durable >= pos:
 			return nil
-		case !strict && l.err == nil && int64(len(l.buf)) <= maxBuffered && !l.stalledLocked():
+		case !strict && l.err == nil && pos <= l.fitPos.Load() && int64(len(l.buf)) <= maxBuffered && !l.stalledLocked():
 			return nil
 		case l.flushing:
 			if l.policy != fsyncAlways {
@@ -560,7 +599,9 @@ type pendingWait struct {
 	pos uint64
 	w   logWaiter
 	// strict says the replies go only once pos is durable: under always,
-	// and for every policy while the log is failing. recover says the
+	// and for every policy while the log is failing or has no space
+	// reserved left (a record past the reservation waits so too, strict
+	// or not). recover says the
 	// change was made while it was failing: the flusher tries to end the
 	// failure before it gives up on the replies.
 	strict, recover bool
@@ -571,7 +612,7 @@ type pendingWait struct {
 // Otherwise it registers w, which the flusher calls once they may, or
 // with the log's error if they must not go at all.
 func (l *appendLog) awaitAsync(pos uint64, w logWaiter) (wait bool, err error) {
-	if l.policy != fsyncAlways && !l.failed.Load() && l.buffered.Load() <= maxBuffered && !l.stalled() {
+	if l.policy != fsyncAlways && !l.refusing() && pos <= l.fitPos.Load() && l.buffered.Load() <= maxBuffered && !l.stalled() {
 		return false, nil
 	}
 	l.mu.Lock()
@@ -579,8 +620,8 @@ func (l *appendLog) awaitAsync(pos uint64, w logWaiter) (wait bool, err error) {
 	if l.durable >= pos {
 		return false, nil
 	}
-	strict := l.policy == fsyncAlways || l.err != nil
-	if !strict && int64(len(l.buf)) <= maxBuffered && !l.stalledLocked() {
+	strict := l.policy == fsyncAlways || l.err != nil || l.shortNow
+	if !strict && pos <= l.fitPos.Load() && int64(len(l.buf)) <= maxBuffered && !l.stalledLocked() {
 		return false, nil
 	}
 	if l.policy != fsyncAlways {
@@ -614,7 +655,7 @@ func (l *appendLog) serveWaiters() {
 		done, keep := l.releasing[:0], l.waiters[:0]
 		for _, pw := range l.waiters {
 			switch {
-			case pw.pos <= l.durable || !pw.strict && l.err == nil && !stalled:
+			case pw.pos <= l.durable || !pw.strict && l.err == nil && !stalled && pw.pos <= l.fitPos.Load():
 				done = append(done, pw)
 			case l.err != nil && !(pw.recover && !tried):
 				failed = append(failed, pw)
@@ -704,16 +745,29 @@ func (b *batch) size() int64 {
 	return n
 }
 
-// flushLocked takes the flush token and the buffer, writes it (and syncs
-// with sync) without the lock, and takes the lock back. l.mu is held and
-// no flush is running. A write that fails keeps every record it took, to
-// be written on the next try (which goes on where this one stopped) or,
-// if the segment cannot be trusted, to go to the next segment.
-func (l *appendLog) flushLocked(sync bool) {
+// flushLocked is flushGrowLocked that tries again to extend the
+// reservation if no space is reserved left: the change waiting for it may
+// have freed some (a DEL, a FLUSHALL).
+func (l *appendLog) flushLocked(sync bool) { l.flushGrowLocked(sync, l.shortNow) }
+
+// flushGrowLocked takes the flush token and the buffer, extends the
+// reservation if it runs low (retry: also if the last try fell short),
+// writes the buffer (and syncs with sync) without the lock, and takes the
+// lock back. l.mu is held and no flush is running. A write that fails
+// keeps every record it took, to be written on the next try (which goes
+// on where this one stopped) or, if the segment cannot be trusted, to go
+// to the next segment.
+func (l *appendLog) flushGrowLocked(sync, retry bool) {
 	l.flushing = true
 	b := l.takeLocked()
 	sticky := l.sticky
+	from, to := l.growWantedLocked(retry)
 	l.mu.Unlock()
+	var grown int64
+	var gerr error
+	if to > from {
+		grown, gerr = growReserve(l.f, from, to)
+	}
 	var wrote int64
 	var werr, serr error
 	if !sticky {
@@ -731,6 +785,9 @@ func (l *appendLog) flushLocked(sync bool) {
 	resumable := werr == nil || l.sizeIs(l.size)
 	l.mu.Lock()
 	l.flushing = false
+	if to > from {
+		l.grownLocked(grown, gerr)
+	}
 	switch {
 	case sticky:
 		l.putBackLocked(b, 0)
@@ -755,6 +812,8 @@ func (l *appendLog) flushLocked(sync bool) {
 		}
 		l.recoveredLocked()
 	}
+	l.base, l.resEnd = l.size, max(l.resEnd, l.size)
+	l.refitLocked(l.bufferedLocked())
 	l.mirrorLocked()
 	l.cond.Broadcast()
 }
@@ -778,6 +837,7 @@ func (l *appendLog) recoveredLocked() {
 
 func (l *appendLog) takeLocked() batch {
 	b := batch{buf: l.buf, loads: l.loads, end: l.appended, skip: l.skip, since: l.pendingSince}
+	l.base = l.size + b.size() - b.skip
 	l.buf, l.loads, l.spare, l.woken, l.skip = l.spare[:0], nil, nil, false, 0
 	if l.pendingSince != 0 {
 		if l.unsyncedSince == 0 {
@@ -894,19 +954,11 @@ func (l *appendLog) failLocked(err error, lost bool) {
 	l.failed.Store(true)
 }
 
-func (l *appendLog) failure() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.err == nil {
-		return ""
-	}
-	return l.err.Error()
-}
-
 // rotate ends the current segment and starts the next: the records
 // appended before it are written (and synced) to the old segment, those
-// after go to the new one. The manifest records the move, and where the
-// old segment ends, before any record goes to the new one. If the old
+// after go to the new one. The new segment, its space reserved, exists
+// before any record is meant for it; the manifest records the move, and
+// where the old segment ends, before any record goes there. If the old
 // segment cannot take its records, they go to the new one, ahead of the
 // others: the log stays one history in order. It returns the new
 // segment's number.
@@ -916,8 +968,23 @@ func (l *appendLog) rotate() (uint64, error) {
 		l.cond.Wait()
 	}
 	l.flushing = true
+	l.mu.Unlock()
+	gen := l.gen + 1
+	nf, err := createSegment(l.dir, gen)
+	nres, nerr := int64(segmentHeader), error(nil)
+	if err == nil && l.reserveOn {
+		nres, nerr = growReserve(nf, segmentHeader, segmentHeader+reserveStep)
+	}
+	l.mu.Lock()
 	b := l.takeLocked()
 	sticky := l.sticky
+	if err == nil && l.reserveOn {
+		// Until the manifest records the move, a record must fit in
+		// both segments: if the move fails, it goes to the old one.
+		l.old = &oldReserve{base: l.base, resEnd: l.resEnd, growErr: l.growErr}
+		l.base, l.resEnd, l.growErr = segmentHeader, nres, nerr
+		l.refitLocked(0)
+	}
 	l.mu.Unlock()
 	var wrote int64
 	var werr, serr error
@@ -948,8 +1015,6 @@ func (l *appendLog) rotate() (uint64, error) {
 			l.syncedSize = l.size
 		}
 	}
-	gen := l.gen + 1
-	nf, err := createSegment(l.dir, gen)
 	if err == nil {
 		if err = l.man.moveTo(gen, end); err != nil {
 			nf.Close()
@@ -959,6 +1024,9 @@ func (l *appendLog) rotate() (uint64, error) {
 	if err != nil {
 		l.mu.Lock()
 		l.flushing = false
+		if o := l.old; o != nil {
+			l.resEnd, l.growErr, l.old = o.resEnd, o.growErr, nil
+		}
 		if carry {
 			l.putBackLocked(b, inFile-b.skip)
 			if !sticky {
@@ -971,19 +1039,32 @@ func (l *appendLog) rotate() (uint64, error) {
 			l.written, l.durable, l.unsyncedSince = b.end, max(l.durable, b.end), 0
 			l.recoveredLocked()
 		}
+		l.base, l.resEnd = l.size, max(l.resEnd, l.size)
+		l.refitLocked(l.bufferedLocked())
 		l.mirrorLocked()
 		l.cond.Broadcast()
 		l.mu.Unlock()
 		return 0, err
 	}
-	if carry && l.size > end {
-		l.f.Truncate(end) // at best: the manifest says where it ends
+	if carry && l.size > end || l.reserveOn {
+		// At best: the manifest says where it ends. The cut also drops
+		// the blocks reserved past the end.
+		releaseReserve(l.f, end)
+	}
+	if l.reserveOn && nerr != nil {
+		// The blocks the old segment gave back may be what the new
+		// one lacked.
+		nres, nerr = growReserve(nf, nres, segmentHeader+reserveStep)
 	}
 	l.f.Close()
 	l.f, l.gen, l.size, l.syncedSize = nf, gen, segmentHeader, segmentHeader
 	l.genNow.Store(gen)
 	l.mu.Lock()
 	l.flushing, l.sticky, l.rotatedAt = false, false, b.end
+	l.old, l.base = nil, segmentHeader
+	if l.reserveOn {
+		l.resEnd, l.growErr = max(l.resEnd, nres), nerr
+	}
 	if carry {
 		l.putBackLocked(b, 0)
 		l.skip = 0 // the new segment holds none of them
@@ -996,6 +1077,7 @@ func (l *appendLog) rotate() (uint64, error) {
 		l.written, l.durable, l.unsyncedSince = b.end, max(l.durable, b.end), 0
 		l.recoveredLocked()
 	}
+	l.refitLocked(l.bufferedLocked())
 	l.mirrorLocked()
 	l.cond.Broadcast()
 	l.mu.Unlock()
@@ -1021,6 +1103,7 @@ func (l *appendLog) cleared(gen uint64) {
 		}
 		l.durable = l.rotatedAt
 		l.written = max(l.written, l.rotatedAt)
+		l.refitLocked(l.bufferedLocked())
 	}
 	if l.err != nil && l.errGen < gen {
 		l.logger.Info("append-only log recovered by a save", "segment", segmentPath(l.dir, gen))
@@ -1090,22 +1173,26 @@ func (l *appendLog) run() {
 				}
 			}
 		case <-l.wake:
-			l.flush(false)
+			l.flushWith(false, false)
 		case <-l.demand:
 		}
 		l.serveWaiters()
 	}
 }
 
-// flush writes what is waiting, and syncs with sync.
-func (l *appendLog) flush(sync bool) error {
+// flush writes what is waiting, and syncs with sync; it also tries to
+// extend the reservation if the last try fell short (the flusher's
+// second).
+func (l *appendLog) flush(sync bool) error { return l.flushWith(sync, true) }
+
+func (l *appendLog) flushWith(sync, retry bool) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for l.flushing {
 		l.cond.Wait()
 	}
-	if len(l.buf) > 0 || len(l.loads) > 0 || (sync && l.size > l.syncedSize) {
-		l.flushLocked(sync)
+	if len(l.buf) > 0 || len(l.loads) > 0 || (sync && l.size > l.syncedSize) || retry && l.growErr != nil {
+		l.flushGrowLocked(sync, retry)
 	}
 	return l.err
 }
@@ -1129,6 +1216,14 @@ func (l *appendLog) close() error {
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	for l.flushing {
+		l.cond.Wait()
+	}
+	if l.reserveOn && !l.sticky {
+		// The blocks reserved past the end are not needed while the
+		// server is down.
+		err = errors.Join(err, releaseReserve(l.f, l.size))
+	}
 	return errors.Join(err, l.f.Close())
 }
 

@@ -3,11 +3,13 @@ package server
 import (
 	"bufio"
 	"fmt"
+	"io"
 	"log/slog"
 	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -24,8 +26,8 @@ import (
 const serverProcessEnv = "OHBLOOM_TEST_SERVER_PROCESS"
 
 // TestServerProcess is not a test of its own: the crash test runs the test
-// binary again with serverProcessEnv set (dir,policy,save interval) and
-// this serves until the process is killed.
+// binary again with serverProcessEnv set (dir,policy,save interval[,bytes
+// the log reserves ahead]) and this serves until the process is killed.
 func TestServerProcess(t *testing.T) {
 	spec := os.Getenv(serverProcessEnv)
 	if spec == "" {
@@ -33,6 +35,10 @@ func TestServerProcess(t *testing.T) {
 	}
 	parts := strings.Split(spec, ",")
 	every, _ := time.ParseDuration(parts[2])
+	if len(parts) > 3 {
+		step, _ := strconv.ParseInt(parts[3], 10, 64)
+		reserveStep, reserveKeep, minGrow = step, step/16, step/64
+	}
 	s, err := New(Config{DataDir: parts[0], AppendFsync: parts[1], SaveInterval: every,
 		Logger: slog.New(slog.NewTextHandler(os.Stderr, nil))})
 	if err != nil {
@@ -52,8 +58,18 @@ func TestServerProcess(t *testing.T) {
 // address.
 func serverProcess(t *testing.T, dir, policy string, saveEvery time.Duration) (*exec.Cmd, string) {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^TestServerProcess$", "-test.count=1")
-	cmd.Env = append(os.Environ(), serverProcessEnv+"="+dir+","+policy+","+saveEvery.String())
+	return serverProcessIn(t, nil, dir+","+policy+","+saveEvery.String())
+}
+
+// serverProcessIn starts the test binary as a server of spec (see
+// TestServerProcess) through the command wrap (nsenter, to run it in
+// other namespaces) and returns its address.
+func serverProcessIn(t *testing.T, wrap []string, spec string) (*exec.Cmd, string) {
+	t.Helper()
+	dir := strings.Split(spec, ",")[0]
+	args := append(wrap, os.Args[0], "-test.run=^TestServerProcess$", "-test.count=1")
+	cmd := exec.Command(args[0], args[1:]...)
+	cmd.Env = append(os.Environ(), serverProcessEnv+"="+spec)
 	var logs syncBuffer
 	cmd.Stderr = &logs
 	t.Cleanup(func() {
@@ -306,4 +322,166 @@ func (b *syncBuffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.b.String()
+}
+
+// smallFS is a small file system of its own, mounted in a mount namespace
+// that a holder process keeps: a tmpfs in a user namespace (no root
+// needed, where unprivileged user namespaces are allowed), or, for root,
+// ext4 on a loop device. Commands reach it through nsenter (wrap).
+type smallFS struct {
+	dir  string
+	wrap []string
+}
+
+func mountSmallFS(t *testing.T, kind string, size int64) *smallFS {
+	t.Helper()
+	for _, tool := range []string{"unshare", "nsenter"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skipf("no %s here", tool)
+		}
+	}
+	dir := t.TempDir()
+	var cmd *exec.Cmd
+	var enter []string
+	switch kind {
+	case "tmpfs":
+		cmd = exec.Command("unshare", "--user", "--map-root-user", "--mount", "sh", "-c",
+			`mount -t tmpfs -o size="$1" tmpfs "$0" && echo ready && exec sleep 100000`, dir, strconv.FormatInt(size, 10))
+		enter = []string{"--user", "--mount", "--preserve-credentials"}
+	case "ext4":
+		if os.Geteuid() != 0 {
+			t.Skip("ext4 on a loop device needs root")
+		}
+		if _, err := exec.LookPath("mkfs.ext4"); err != nil {
+			t.Skip("no mkfs.ext4 here")
+		}
+		cmd = exec.Command("unshare", "--mount", "sh", "-c",
+			`truncate -s "$2" "$1" && mkfs.ext4 -q -m 0 "$1" && mount -o loop "$1" "$0" && echo ready && exec sleep 100000`,
+			dir, filepath.Join(t.TempDir(), "fs.img"), strconv.FormatInt(size, 10))
+		enter = []string{"--mount"}
+	}
+	var stderr syncBuffer
+	cmd.Stderr = &stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Skipf("cannot start unshare: %v", err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	if line, _ := bufio.NewReader(out).ReadString('\n'); line != "ready\n" {
+		t.Skipf("cannot mount a %s in a namespace of its own here: %s", kind, stderr.String())
+	}
+	wrap := append([]string{"nsenter", "--target", strconv.Itoa(cmd.Process.Pid)}, enter...)
+	return &smallFS{dir: dir, wrap: append(wrap, "--")}
+}
+
+// sh runs a shell script on the file system's side and returns its
+// output.
+func (f *smallFS) sh(t *testing.T, script string) string {
+	t.Helper()
+	args := append(append([]string{}, f.wrap...), "sh", "-c", script)
+	out, err := exec.Command(args[0], args[1:]...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("%s: %v: %s", script, err, out)
+	}
+	return string(out)
+}
+
+// The floor of a full disk under everysec, on real file systems: a server
+// fills the disk until changes are refused (MISCONF), a DEL still works,
+// and so the log has written what it held while the disk stays full
+// (the DEL's reply waits for its record to be fsynced), the server is
+// killed with SIGKILL, the disk gets room, and a new server holds every
+// item acknowledged (reserve.go says how). Before the log reserved space,
+// the records the failed write could not write were lost, and the DEL was
+// not acknowledged.
+func TestKill9OnFullDisk(t *testing.T) {
+	for _, kind := range []string{"tmpfs", "ext4"} {
+		t.Run(kind, func(t *testing.T) {
+			fsys := mountSmallFS(t, kind, 16<<20)
+			dir := fsys.dir + "/data"
+			fsys.sh(t, "mkdir "+dir)
+			spec := fmt.Sprintf("%s,everysec,-1s,%d", dir, 1<<20) // 1 MiB reserved ahead
+			cmd, addr := serverProcessIn(t, fsys.wrap, spec)
+			c := dial(t, addr)
+			if r := c.do(t, "BF.RESERVE", "bf", "0.01", "1000000"); r != "+OK" {
+				t.Fatal(r)
+			}
+			if r := c.do(t, "BF.ADD", "gone", "x"); r != ":1" {
+				t.Fatal(r)
+			}
+			// Nothing left but what the log reserved.
+			fsys.sh(t, fmt.Sprintf("head -c 1G /dev/zero > %s/filler 2>/dev/null; df -k %s", fsys.dir, fsys.dir))
+			var acked [][]string
+			misconf := ""
+			for n := 0; misconf == ""; n++ {
+				if n == 100_000 {
+					t.Fatal("no MISCONF on a full disk")
+				}
+				items := make([]string, 100)
+				for i := range items {
+					items[i] = fmt.Sprintf("n%d-i%d", n, i)
+				}
+				switch r := c.do(t, append([]string{"BF.MADD", "bf"}, items...)...); {
+				case r == "*100":
+					acked = append(acked, items)
+				case strings.HasPrefix(r, "-MISCONF"):
+					misconf = r
+				default:
+					t.Fatalf("BF.MADD on a filling disk: %q", r)
+				}
+			}
+			t.Logf("%d items acknowledged, then %s", 100*len(acked), misconf)
+			del := dial(t, addr) // a DEL not acknowledged closes its connection
+			del.Write([]byte(resp("DEL", "gone")))
+			if r, err := del.r.ReadString('\n'); r != ":1\r\n" {
+				t.Errorf("DEL on the full disk: %q %v", r, err)
+			}
+			// The DEL's reply waits until its record is written and
+			// fsynced, and so every record before it: the log holds
+			// nothing more, on a disk still full.
+			if info := c.info(t, "persistence"); !strings.Contains(info, "aof_buffer_length:0\r\n") {
+				t.Errorf("the log holds records not written after the DEL: %q", info)
+			}
+			cmd.Process.Kill()
+			cmd.Wait()
+			fsys.sh(t, fmt.Sprintf("rm %s/filler", fsys.dir))
+			_, addr = serverProcessIn(t, fsys.wrap, spec)
+			c = dial(t, addr)
+			for _, items := range acked {
+				c.Write([]byte(resp(append([]string{"BF.MEXISTS", "bf"}, items...)...)))
+				if r := c.line(t); r != "*100" {
+					t.Fatalf("BF.MEXISTS: %q", r)
+				}
+				for _, item := range items {
+					if r := c.line(t); r != ":1" {
+						t.Fatalf("%s, acknowledged before the disk was full, is lost after kill -9 (%q)", item, r)
+					}
+				}
+			}
+			if r := c.do(t, "EXISTS", "gone"); r != ":0" {
+				t.Errorf("the DEL acknowledged on the full disk is undone after kill -9: EXISTS %q", r)
+			}
+			if r := c.do(t, "BF.ADD", "bf", "after"); r != ":1" {
+				t.Errorf("BF.ADD once the disk has room: %q", r)
+			}
+		})
+	}
+}
+
+// info returns an INFO section.
+func (c *rawConn) info(t *testing.T, section string) string {
+	t.Helper()
+	c.Write([]byte(resp("INFO", section)))
+	n, err := strconv.Atoi(strings.TrimPrefix(c.line(t), "$"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := make([]byte, n+2)
+	if _, err := io.ReadFull(c.r, b); err != nil {
+		t.Fatal(err)
+	}
+	return string(b[:n])
 }

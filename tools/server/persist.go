@@ -116,7 +116,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"time"
 )
 
@@ -669,15 +668,10 @@ func (s *store) removeStale(live map[string]bool) error {
 	return errors.Join(errs...)
 }
 
-// testDisk, set by tests, stands for the disk under the data directory:
-// asked before each write that grows a file how many of its n bytes fit,
-// it fails the write after those with its error, as a full disk does.
-var testDisk atomic.Pointer[func(n int) (int, error)]
-
-// fileWrite is f.Write, through testDisk.
+// fileWrite is f.Write, through testDisk (reserve.go).
 func fileWrite(f *os.File, b []byte) (int, error) {
 	if d := testDisk.Load(); d != nil {
-		if fit, err := (*d)(len(b)); fit < len(b) {
+		if fit, err := d.fit(f.Name(), len(b)); fit < len(b) {
 			n, werr := f.Write(b[:max(fit, 0)])
 			if werr == nil {
 				werr = &fs.PathError{Op: "write", Path: f.Name(), Err: err}
@@ -691,7 +685,7 @@ func fileWrite(f *os.File, b []byte) (int, error) {
 // writeAt is f.WriteAt at the end of the file, through testDisk.
 func writeAt(f *os.File, b []byte, off int64) (int, error) {
 	if d := testDisk.Load(); d != nil {
-		if fit, err := (*d)(len(b)); fit < len(b) {
+		if fit, err := d.fit(f.Name(), len(b)); fit < len(b) {
 			n, werr := f.WriteAt(b[:max(fit, 0)], off)
 			if werr == nil {
 				werr = &fs.PathError{Op: "write", Path: f.Name(), Err: err}
@@ -789,15 +783,14 @@ func (s *store) shutdown() error {
 	return err
 }
 
-// writeRefusal is the error a change gets while the log is failing, or "".
-// DEL and FLUSHALL do not ask: they free space, and wait until they are
-// durable (aof.go's await).
+// writeRefusal is the error a change gets while the log is failing or
+// has no reserved space left (reserve.go), or "". DEL and FLUSHALL do not
+// ask: they free space, and wait until they are durable (aof.go's await).
 func (s *store) writeRefusal() string {
-	if s.log == nil || !s.log.failed.Load() {
+	if s.log == nil || !s.log.refusing() {
 		return ""
 	}
-	return "MISCONF Errors writing to the append-only log: " + oneLine(s.log.failure()) +
-		". Changes are refused until it can be written again (tried every second) or a save succeeds; DEL and FLUSHALL still work."
+	return s.log.refusal()
 }
 
 // infoPersistence writes INFO's Persistence section.
@@ -808,10 +801,11 @@ func (s *Server) infoPersistence(b *strings.Builder) {
 	fmt.Fprintf(b, "rdb_bgsave_in_progress:%d\r\n", boolInt(st.bgsave.Load()))
 	if l := st.log; l != nil {
 		status := "ok"
-		if l.failed.Load() {
+		if l.refusing() {
 			status = "err"
 		}
 		fmt.Fprintf(b, "aof_enabled:1\r\naof_fsync:%s\r\naof_last_write_status:%s\r\naof_current_segment:%d\r\n", l.policy, status, l.currentGen())
+		l.infoSpace(b)
 	} else {
 		fmt.Fprintf(b, "aof_enabled:0\r\n")
 	}

@@ -15,6 +15,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -527,36 +528,93 @@ func TestAppendOnlyNoKeepsDeletesOfLoggedKeys(t *testing.T) {
 
 // fakeDisk stands for a disk of a fixed capacity under a data directory:
 // through testDisk, a write fits in what the directory's files leave
-// free, so that removing a file frees space as it would.
+// free, so that removing a file frees space as it would, and the blocks
+// reserved past a file's end (fallocate with FALLOC_FL_KEEP_SIZE) are
+// taken from the free space, and written into without taking more.
 type fakeDisk struct {
 	dir      string
 	capacity atomic.Int64
+	// noReserve makes it a file system without fallocate.
+	noReserve bool
+
+	mu       sync.Mutex
+	reserved map[string]int64 // by file name: where its reserved blocks end
 }
 
 func (d *fakeDisk) used() int64 {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.usedLocked()
+}
+
+func (d *fakeDisk) usedLocked() int64 {
 	ents, _ := os.ReadDir(d.dir)
 	var n int64
 	for _, ent := range ents {
 		if info, err := ent.Info(); err == nil {
-			n += info.Size()
+			n += max(info.Size(), d.reserved[ent.Name()])
 		}
 	}
 	return n
 }
 
+func fileSize(path string) int64 {
+	info, err := os.Stat(path)
+	if err != nil {
+		return 0
+	}
+	return info.Size()
+}
+
+// leave makes the disk full but for free bytes.
+func (d *fakeDisk) leave(free int64) { d.capacity.Store(d.used() + free) }
+
 // useDisk puts dir on a fakeDisk with free bytes free, until the test ends.
 func useDisk(t *testing.T, dir string, free int64) *fakeDisk {
-	d := &fakeDisk{dir: dir}
-	d.capacity.Store(d.used() + free)
-	fit := func(n int) (int, error) {
-		if free := d.capacity.Load() - d.used(); free < int64(n) {
-			return int(max(free, 0)), syscall.ENOSPC
-		}
-		return n, nil
+	d := &fakeDisk{dir: dir, reserved: map[string]int64{}}
+	d.leave(free)
+	hook := &diskHook{
+		fit: func(path string, n int) (int, error) {
+			d.mu.Lock()
+			defer d.mu.Unlock()
+			size := fileSize(path)
+			room := max(d.reserved[filepath.Base(path)]-size, 0) + max(d.capacity.Load()-d.usedLocked(), 0)
+			if room < int64(n) {
+				return int(room), syscall.ENOSPC
+			}
+			return n, nil
+		},
+		reserve: func(path string, end int64) error {
+			if d.noReserve {
+				return errNoReserve
+			}
+			d.mu.Lock()
+			defer d.mu.Unlock()
+			name := filepath.Base(path)
+			more := end - max(fileSize(path), d.reserved[name])
+			if more > d.capacity.Load()-d.usedLocked() {
+				return syscall.ENOSPC
+			}
+			d.reserved[name] = max(d.reserved[name], end)
+			return nil
+		},
+		release: func(path string) {
+			d.mu.Lock()
+			defer d.mu.Unlock()
+			delete(d.reserved, filepath.Base(path))
+		},
 	}
-	testDisk.Store(&fit)
+	testDisk.Store(hook)
 	t.Cleanup(func() { testDisk.Store(nil) })
 	return d
+}
+
+// smallReserve makes the log reserve little space ahead, so that a test
+// fills it quickly, until the test ends.
+func smallReserve(t *testing.T) {
+	step, keep, grow := reserveStep, reserveKeep, minGrow
+	reserveStep, reserveKeep, minGrow = 256<<10, 16<<10, 4<<10
+	t.Cleanup(func() { reserveStep, reserveKeep, minGrow = step, keep, grow })
 }
 
 // A full disk: every change acknowledged before the first error survives
@@ -566,9 +624,11 @@ func useDisk(t *testing.T, dir string, free int64) *fakeDisk {
 func TestFullDisk(t *testing.T) {
 	ctx := context.Background()
 	for _, policy := range []string{"everysec", "always"} {
-		for _, how := range []string{"DEL", "FLUSHALL", "space returns", "a save first"} {
+		for _, how := range []string{"DEL", "FLUSHALL", "space returns", "a save first", "kill -9 while full"} {
 			t.Run(policy+"/"+how, func(t *testing.T) {
 				dir := t.TempDir()
+				smallReserve(t)
+				disk := useDisk(t, dir, 1<<30)
 				s, rdb := startOn(t, dir, Config{AppendFsync: policy})
 				// A key whose file a DEL frees.
 				if err := rdb.BFReserve(ctx, "big", 0.0001, 100_000).Err(); err != nil {
@@ -577,7 +637,7 @@ func TestFullDisk(t *testing.T) {
 				if err := s.Save(); err != nil {
 					t.Fatal(err)
 				}
-				disk := useDisk(t, dir, 16<<10)
+				disk.leave(16 << 10)
 				var acked []any
 				var misconf string
 				for i := 0; misconf == ""; i++ {
@@ -601,6 +661,7 @@ func TestFullDisk(t *testing.T) {
 				if len(acked) == 0 {
 					t.Fatal("nothing acknowledged before the disk filled")
 				}
+				t.Logf("MISCONF %q acked %d", misconf, len(acked))
 				if strings.Contains(misconf, ".tmp-") || !strings.Contains(misconf, segmentPath(dir, 2)) {
 					t.Fatalf("MISCONF %q: want it to name the segment", misconf)
 				}
@@ -651,6 +712,15 @@ func TestFullDisk(t *testing.T) {
 						t.Fatalf("the log, tried again with room: %v", err)
 					}
 					check(crashCopy(t, dir), true, 2)
+				case "kill -9 while full":
+					// The flusher's next second, the disk still full,
+					// then kill -9 before it has room.
+					s.store.log.flush(true)
+					check(crashCopy(t, dir), true, 2)
+					disk.capacity.Add(1 << 20)
+					if err := s.store.log.flush(true); err != nil {
+						t.Fatalf("the log, tried again with room: %v", err)
+					}
 				}
 				if info, _ := rdb.Info(ctx, "persistence").Result(); !strings.Contains(info, "aof_last_write_status:ok") {
 					t.Fatalf("INFO after the disk had room again: %q", info)
@@ -659,7 +729,7 @@ func TestFullDisk(t *testing.T) {
 					t.Fatal(err)
 				}
 				s.store.log.flush(true)
-				again := check(crashCopy(t, dir), how != "FLUSHALL", map[string]int64{"FLUSHALL": 1, "DEL": 1}[how]+map[bool]int64{true: 2}[how == "space returns" || how == "a save first"])
+				again := check(crashCopy(t, dir), how != "FLUSHALL", map[string]int64{"FLUSHALL": 1, "DEL": 1}[how]+map[bool]int64{true: 2}[how == "space returns" || how == "a save first" || how == "kill -9 while full"])
 				if ok, _ := again.BFExists(ctx, "k", "after").Result(); !ok {
 					t.Fatal("an add after the recovery is lost")
 				}
@@ -924,13 +994,17 @@ func TestLogWriteFailure(t *testing.T) {
 	for _, policy := range []string{"always", "everysec"} {
 		t.Run(policy, func(t *testing.T) {
 			dir := t.TempDir()
+			// A file system without fallocate: the log reserves nothing,
+			// and its writes fail on the full disk.
+			disk := useDisk(t, dir, 1<<30)
+			disk.noReserve = true
 			s, rdb := startOn(t, dir, Config{AppendFsync: policy})
 			if err := rdb.BFAdd(ctx, "k", "before").Err(); err != nil {
 				t.Fatal(err)
 			}
 			rdb.BFAdd(ctx, "gone", "x")
 			s.store.log.flush(true)
-			disk := useDisk(t, dir, 0)
+			disk.leave(0)
 			err := rdb.BFAdd(ctx, "k", "during").Err()
 			if policy == "always" {
 				if err == nil || strings.HasPrefix(err.Error(), "ERR") {
@@ -1130,5 +1204,58 @@ func TestEverysecWritersWaitForAStalledDisk(t *testing.T) {
 	}
 	if ok, _ := rdb.BFExists(ctx, "k", "second").Result(); !ok {
 		t.Fatal("the waiting add was lost")
+	}
+}
+
+// A save's rotation on a disk with no room to reserve the new segment: a
+// change made while the rotation writes the old segment is not
+// acknowledged before its record is written (it is sure to fit in
+// neither segment's reservation), changes are not refused meanwhile,
+// and once the old segment gives back its reserved blocks the new one
+// takes them: changes are taken, and nothing acknowledged is lost.
+func TestRotationOnAFullDisk(t *testing.T) {
+	ctx := context.Background()
+	smallReserve(t)
+	dir := t.TempDir()
+	disk := useDisk(t, dir, 1<<30)
+	s, addr := start(t, Config{DataDir: dir, AppendFsync: "everysec", SaveInterval: -1, EventLoops: 1})
+	rdb := client(t, addr)
+	if err := rdb.BFAdd(ctx, "k", "before").Err(); err != nil {
+		t.Fatal(err)
+	}
+	l := s.store.log
+	l.flush(true)
+	disk.leave(2 << 10) // room for a segment's header, not for its reservation
+	held, release := holdLogWrites(t, nil)
+	let := sync.OnceFunc(func() { close(release) })
+	defer let() // a failure lets the save end before the server shuts down
+	saved := make(chan error, 1)
+	go func() { saved <- s.Save() }()
+	<-held
+	waitFor(t, "the rotation to write the old segment", func() bool {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		return l.old != nil
+	})
+	during := dial(t, addr)
+	during.Write([]byte("BF.ADD k during\r\n"))
+	waitFor(t, "the change to wait for the log", func() bool { return waitingOnLog(l) == 1 })
+	noReplyYet(t, during, "a change made during the rotation")
+	if info, _ := rdb.Info(ctx, "persistence").Result(); !strings.Contains(info, "aof_last_write_status:ok") {
+		t.Fatalf("INFO during the rotation: %q", info)
+	}
+	let()
+	expect(t, during, "", ":1\r\n")
+	<-saved // it may fail for lack of room: the disk is full
+	if err := rdb.BFAdd(ctx, "k", "after").Err(); err != nil {
+		t.Fatalf("a change after the rotation: %v", err)
+	}
+	l.flush(true)
+	testDisk.Store(nil)
+	_, again := startOn(t, crashCopy(t, dir), Config{})
+	for _, item := range []string{"before", "during", "after"} {
+		if ok, _ := again.BFExists(ctx, "k", item).Result(); !ok {
+			t.Fatalf("%s, acknowledged, is lost after kill -9", item)
+		}
 	}
 }
