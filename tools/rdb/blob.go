@@ -43,3 +43,24 @@ func DecodeBlobValue(value []byte, id ModuleID) ([]byte, error) {
 	}
 	return blob, nil
 }
+
+// SplitModuleValue splits a TypeModule2 value into its module type ID and
+// the module items after it, through the closing EOF opcode: what the
+// module's rdb_load callback reads, and what RedisBloom's own decoders in
+// package redisbloom (CuckooFilter.UnmarshalRDB) take.
+func SplitModuleValue(value []byte) (ModuleID, []byte, error) {
+	c := cursor{b: value}
+	id, err := c.number("module type ID")
+	if err != nil {
+		return 0, nil, err
+	}
+	return ModuleID(id), value[c.pos:], nil
+}
+
+// AppendModuleValue appends the TypeModule2 value of module type id whose
+// items, through their closing EOF opcode, are items: the inverse of
+// SplitModuleValue, for a value a module's rdb_save made (as
+// redisbloom.CuckooFilter.MarshalRDB).
+func AppendModuleValue(dst []byte, id ModuleID, items []byte) []byte {
+	return append(appendLen(dst, uint64(id)), items...)
+}

@@ -76,3 +76,20 @@ func FuzzDecodeBlobValue(f *testing.F) {
 		}
 	})
 }
+
+func TestSplitModuleValue(t *testing.T) {
+	for _, id := range []ModuleID{BloomModuleID, CuckooModuleID, 5, 1 << 20} {
+		items := []byte{moduleUint, 7, moduleEOF}
+		value := AppendModuleValue(nil, id, items)
+		got, rest, err := SplitModuleValue(value)
+		if err != nil || got != id || !bytes.Equal(rest, items) {
+			t.Fatalf("%v: %v %x %v", id, got, rest, err)
+		}
+		if _, _, err := SplitModuleValue(value[:1]); id > 63 && err == nil {
+			t.Fatalf("%v: a cut ID taken", id)
+		}
+	}
+	if _, _, err := SplitModuleValue(nil); !errors.Is(err, ErrTruncated) {
+		t.Fatalf("empty value: %v", err)
+	}
+}
