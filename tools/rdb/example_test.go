@@ -147,3 +147,18 @@ func ExampleAppendBlobValue() {
 	// Output:
 	// module2 of ohbloom--/1: "a key's record"
 }
+
+// A module value is its type's ID, then the items the module saved: what
+// its own decoder (here redisbloom.CuckooFilter.UnmarshalRDB) reads.
+func ExampleSplitModuleValue() {
+	id := rdb.CuckooModuleID
+	items := []byte{2, 1, 0} // one unsigned item, 1, then the end
+	value := rdb.AppendModuleValue(nil, id, items)
+	got, rest, err := rdb.SplitModuleValue(value)
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Printf("%s, version %d: % x\n", got.Name(), got.EncVer(), rest)
+	// Output:
+	// MBbloomCF, version 4: 02 01 00
+}
