@@ -67,7 +67,7 @@ func goldenRange(t *testing.T, desc string) []any {
 	if !ok {
 		t.Fatalf("cannot read %q", desc)
 	}
-	n, err := strconv.Atoi(strings.Fields(strings.TrimRight(rest, ","))[0])
+	n, err := strconv.Atoi(strings.TrimRight(strings.Fields(rest)[0], ","))
 	if err != nil {
 		t.Fatalf("cannot read %q", desc)
 	}
