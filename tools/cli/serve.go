@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -33,9 +34,28 @@ func runServe(e env, args []string) int {
 			"changed since it was read (build renames a new file over it) replaces\n"+
 			"its key at once, without a restart; adds made to the key since that\n"+
 			"file's keys were read are not in it (docs/server.md).\n\n"+
+			"TLS is served on --tls-port with Redis's tls-* settings (clients must\n"+
+			"present a certificate the --tls-ca-cert-file vouches for unless\n"+
+			"--tls-auth-clients no or optional); SIGHUP reads the certificate, key\n"+
+			"and CA files again, and CONFIG SET tls-cert-file ... changes them.\n"+
+			"--unixsocket serves plaintext on a Unix socket too. --addr \"\" serves\n"+
+			"no plaintext TCP port: TLS or the socket only.\n\n"+
 			"The password may also come from the environment variable\n"+
-			"OHBLOOM_REQUIREPASS, which keeps it out of ps.")
-	addr := fs.String("addr", server.DefaultAddr, "address to listen on (loopback by default)")
+			"OHBLOOM_REQUIREPASS, which keeps it out of ps, and the key's passphrase\n"+
+			"from OHBLOOM_TLS_KEY_FILE_PASS.")
+	addr := fs.String("addr", server.DefaultAddr, "address to serve plaintext on (loopback by default); empty for none")
+	tlsPort := fs.String("tls-port", "", "port (on --addr's host) or address to serve TLS on; empty or 0 for none")
+	var tlsCfg server.TLSConfig
+	fs.StringVar(&tlsCfg.CertFile, "tls-cert-file", "", "the server's certificate (with its chain), PEM")
+	fs.StringVar(&tlsCfg.KeyFile, "tls-key-file", "", "the server's private key, PEM")
+	fs.StringVar(&tlsCfg.KeyFilePass, "tls-key-file-pass", os.Getenv("OHBLOOM_TLS_KEY_FILE_PASS"), "passphrase of an encrypted --tls-key-file")
+	fs.StringVar(&tlsCfg.CACertFile, "tls-ca-cert-file", "", "certificates of the authorities that vouch for clients' certificates, PEM")
+	fs.StringVar(&tlsCfg.CACertDir, "tls-ca-cert-dir", "", "directory of such certificates, PEM files")
+	fs.StringVar(&tlsCfg.AuthClients, "tls-auth-clients", "yes", "yes: clients must present a certificate; optional: one presented must be valid; no")
+	fs.StringVar(&tlsCfg.Protocols, "tls-protocols", "", "TLS versions served, apart by spaces: TLSv1.2, TLSv1.3 (default both)")
+	fs.StringVar(&tlsCfg.Ciphers, "tls-ciphers", "", "TLS 1.2 cipher suites allowed, apart by colons, OpenSSL or IANA names (default Go's secure ones)")
+	unixSocket := fs.String("unixsocket", "", "path of a Unix socket to serve plaintext on too")
+	unixPerm := fs.String("unixsocketperm", "", "permissions of the Unix socket, octal as chmod's (700); default what the umask leaves")
 	dir := fs.String("dir", "", "data directory, one file per filter; empty keeps filters in memory only")
 	saveEvery := fs.Duration("save-interval", server.DefaultSaveInterval, "how often changed filters are saved; negative for only at shutdown")
 	pass := fs.String("requirepass", os.Getenv("OHBLOOM_REQUIREPASS"), "password clients must AUTH with")
@@ -64,6 +84,32 @@ func runServe(e env, args []string) int {
 	if *saveEvery == 0 {
 		return usageError(e, fs, "--save-interval 0: give a positive interval, or a negative one to save only at shutdown")
 	}
+	tlsAddr, err := tlsAddress(*addr, *tlsPort)
+	if err != nil {
+		return usageError(e, fs, "%v", err)
+	}
+	switch {
+	case tlsAddr != "" && tlsCfg.CertFile == "":
+		return usageError(e, fs, "--tls-port needs --tls-cert-file and --tls-key-file")
+	case tlsAddr == "" && (tlsCfg.CertFile != "" || tlsCfg.KeyFile != ""):
+		return usageError(e, fs, "--tls-cert-file and --tls-key-file serve nothing without --tls-port")
+	case *addr == "" && tlsAddr == "" && *unixSocket == "":
+		return usageError(e, fs, "--addr \"\" without --tls-port or --unixsocket: nothing to serve on")
+	}
+	if tlsAddr == "" {
+		tlsCfg = server.TLSConfig{}
+	}
+	var perm os.FileMode
+	if *unixPerm != "" {
+		p, err := strconv.ParseUint(*unixPerm, 8, 32)
+		if err != nil || p > 0o777 {
+			return usageError(e, fs, "--unixsocketperm %q: octal permissions, at most 777", *unixPerm)
+		}
+		if *unixSocket == "" {
+			return usageError(e, fs, "--unixsocketperm without --unixsocket")
+		}
+		perm = os.FileMode(p)
+	}
 	// A missing directory is refused, as Redis refuses a missing dir: made
 	// here, a mistyped path would start an empty server that looks like
 	// lost data.
@@ -84,7 +130,7 @@ func runServe(e env, args []string) int {
 		logger.Error(msg, "err", err)
 		return ExitFailure
 	}
-	srv, err := server.New(server.Config{Addr: *addr, DataDir: *dir, SaveInterval: *saveEvery, Password: *pass,
+	srv, err := server.New(server.Config{Addr: *addr, TLSAddr: tlsAddr, TLS: tlsCfg, UnixSocket: *unixSocket, UnixSocketPerm: perm, DataDir: *dir, SaveInterval: *saveEvery, Password: *pass,
 		MaxFilterBytes: *maxFilter, MaxRequestBytes: *maxRequest, MaxBufferedBytes: *maxBuffered, MaxUnauthBufferedBytes: *maxUnauth, MaxClients: *maxClients, EventLoops: *loops, Logger: logger,
 		DisableAppendLog: *appendOnly == "no", AppendFsync: *appendFsync, MaxUploadBytes: *maxUpload, MaxDumpBytes: *maxDump})
 	if err != nil {
@@ -96,7 +142,7 @@ func runServe(e env, args []string) int {
 			return failed("cannot load a filter file", err)
 		}
 	}
-	ln, err := net.Listen("tcp", *addr)
+	lns, err := listen(srv, *addr, tlsAddr, *unixSocket, perm)
 	if err != nil {
 		srv.Shutdown(context.Background())
 		return failed("cannot listen", err)
@@ -106,15 +152,27 @@ func runServe(e env, args []string) int {
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ln) }()
-	logger.Info("listening", "addr", ln.Addr().String())
+	served := make(chan error, len(lns))
+	for _, l := range lns {
+		go func() { served <- l.serve(l.ln) }()
+	}
+	for _, l := range lns {
+		logger.Info(l.msg, l.what, l.ln.Addr().String())
+	}
 	for done := false; !done; {
 		select {
 		case err := <-served:
+			srv.Shutdown(context.Background())
 			return failed("serving", err)
 		case <-hup:
 			reload(srv, logger, loads)
+			if tlsAddr != "" {
+				if err := srv.ReloadTLS(); err != nil {
+					logger.Error("SIGHUP: the TLS certificates in use stay", "err", err)
+				} else {
+					logger.Info("SIGHUP: reloaded the TLS certificate, key and CA files")
+				}
+			}
 		case <-ctx.Done():
 			done = true
 		}
@@ -135,6 +193,75 @@ func runServe(e env, args []string) int {
 		logger.Info("bye")
 	}
 	return ExitOK
+}
+
+// tlsAddress is the address --tls-port names: a port alone on --addr's
+// host (loopback if --addr is empty), or an address; "" or "0" for none,
+// as Redis's tls-port 0.
+func tlsAddress(addr, port string) (string, error) {
+	if port == "" || port == "0" {
+		return "", nil
+	}
+	if n, err := strconv.Atoi(port); err == nil {
+		if n < 0 || n > 65535 {
+			return "", fmt.Errorf("--tls-port %d: not a port", n)
+		}
+		if addr == "" {
+			addr = server.DefaultAddr
+		}
+		host, _, err := net.SplitHostPort(addr)
+		if err != nil {
+			return "", fmt.Errorf("--addr %q: %w", addr, err)
+		}
+		return net.JoinHostPort(host, port), nil
+	}
+	if _, _, err := net.SplitHostPort(port); err != nil {
+		return "", fmt.Errorf("--tls-port %q: a port or an address (host:port)", port)
+	}
+	return port, nil
+}
+
+// listener is one of the server's listeners, how it is served and how
+// its log line names it.
+type listener struct {
+	ln        net.Listener
+	serve     func(net.Listener) error
+	msg, what string
+}
+
+// listen opens the listeners asked for, the plaintext port first; if one
+// cannot be opened, none stays open.
+func listen(srv *server.Server, addr, tlsAddr, unixSocket string, perm os.FileMode) ([]listener, error) {
+	var lns []listener
+	open := func(ln net.Listener, err error, serve func(net.Listener) error, msg, what string) error {
+		if err != nil {
+			for _, l := range lns {
+				l.ln.Close()
+			}
+			return err
+		}
+		lns = append(lns, listener{ln, serve, msg, what})
+		return nil
+	}
+	if addr != "" {
+		ln, err := net.Listen("tcp", addr)
+		if err := open(ln, err, srv.Serve, "listening", "addr"); err != nil {
+			return nil, err
+		}
+	}
+	if tlsAddr != "" {
+		ln, err := net.Listen("tcp", tlsAddr)
+		if err := open(ln, err, srv.ServeTLS, "listening with TLS", "addr"); err != nil {
+			return nil, err
+		}
+	}
+	if unixSocket != "" {
+		ln, err := server.ListenUnix(unixSocket, perm)
+		if err := open(ln, err, srv.Serve, "listening on a Unix socket", "path"); err != nil {
+			return nil, err
+		}
+	}
+	return lns, nil
 }
 
 // fileLoad is one --load NAME=FILE, and the file as it was last read (or,

@@ -5,12 +5,14 @@ package server
 import (
 	"bufio"
 	"bytes"
+	"crypto/tls"
 	"fmt"
 	"io"
 	"log/slog"
 	"net"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -26,6 +28,11 @@ import (
 
 const childEnv = "OHBLOOM_TEST_SERVE_CHILD"
 
+// childTLSEnv names a directory holding a testPKI's server.crt and
+// server.key: the child serves TLS too, on a second port it prints after
+// the first.
+const childTLSEnv = "OHBLOOM_TEST_SERVE_CHILD_TLS"
+
 func TestMain(m *testing.M) {
 	if pass, ok := os.LookupEnv(childEnv); ok {
 		serveChild(pass)
@@ -37,7 +44,12 @@ func TestMain(m *testing.M) {
 // serveChild runs a server with password pass, prints its address on
 // stdout, and exits when stdin closes (the test ended, however it ended).
 func serveChild(pass string) {
-	s, err := New(Config{Password: pass, Logger: slog.New(slog.NewTextHandler(os.Stderr, nil))})
+	cfg := Config{Password: pass, Logger: slog.New(slog.NewTextHandler(os.Stderr, nil))}
+	tlsDir := os.Getenv(childTLSEnv)
+	if tlsDir != "" {
+		cfg.TLS = TLSConfig{CertFile: filepath.Join(tlsDir, "server.crt"), KeyFile: filepath.Join(tlsDir, "server.key"), AuthClients: "no"}
+	}
+	s, err := New(cfg)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(2)
@@ -47,7 +59,17 @@ func serveChild(pass string) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(2)
 	}
-	fmt.Println(ln.Addr())
+	if tlsDir != "" {
+		tln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(2)
+		}
+		go s.ServeTLS(tln)
+		fmt.Println(ln.Addr(), tln.Addr())
+	} else {
+		fmt.Println(ln.Addr())
+	}
 	go func() {
 		io.Copy(io.Discard, os.Stdin)
 		os.Exit(0)
@@ -59,12 +81,23 @@ type child struct {
 	cmd    *exec.Cmd
 	addr   string
 	stderr *lockedBuffer
+	// tlsAddr is the TLS port's address, if the child serves TLS, and
+	// tls the configuration of a client of it.
+	tlsAddr string
+	tls     *tls.Config
 }
 
-func startChild(t *testing.T, pass string) *child {
+func startChild(t *testing.T, pass string) *child { return startChildTLS(t, pass, nil) }
+
+// startChildTLS starts a child server that also serves TLS with the
+// certificate of p, if p is not nil.
+func startChildTLS(t *testing.T, pass string, p *testPKI) *child {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), childEnv+"="+pass)
+	if p != nil {
+		cmd.Env = append(cmd.Env, childTLSEnv+"="+p.dir)
+	}
 	stdin, _ := cmd.StdinPipe()
 	stdout, _ := cmd.StdoutPipe()
 	stderr := &lockedBuffer{}
@@ -81,7 +114,21 @@ func startChild(t *testing.T, pass string) *child {
 	if err != nil {
 		t.Fatalf("child server: %v; stderr: %s", err, stderr.String())
 	}
-	return &child{cmd: cmd, addr: strings.TrimSpace(line), stderr: stderr}
+	c := &child{cmd: cmd, stderr: stderr}
+	addrs := strings.Fields(line)
+	c.addr = addrs[0]
+	if p != nil {
+		c.tlsAddr, c.tls = addrs[1], p.clientTLS(false)
+	}
+	return c
+}
+
+// dial connects to the child's plaintext port, or if secure its TLS port.
+func (c *child) dial(secure bool) (net.Conn, error) {
+	if secure {
+		return tls.Dial("tcp", c.tlsAddr, c.tls)
+	}
+	return net.Dial("tcp", c.addr)
 }
 
 // lockedBuffer is the child's stderr: os/exec copies into it from a
@@ -160,7 +207,7 @@ func (c *child) authedPing(t *testing.T) time.Duration {
 // attack sends payload on n connections at once, reads until the server
 // closes each (or the payload is all sent and the server went quiet),
 // and returns what the first connection was answered.
-func attack(t *testing.T, addr string, n int, payload func(w io.Writer) error) string {
+func attack(t *testing.T, dial func() (net.Conn, error), n int, payload func(w io.Writer) error) string {
 	t.Helper()
 	var wg sync.WaitGroup
 	replies := make([]string, n)
@@ -168,7 +215,7 @@ func attack(t *testing.T, addr string, n int, payload func(w io.Writer) error) s
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			conn, err := net.Dial("tcp", addr)
+			conn, err := dial()
 			if err != nil {
 				replies[i] = "dial: " + err.Error()
 				return
@@ -181,8 +228,8 @@ func attack(t *testing.T, addr string, n int, payload func(w io.Writer) error) s
 				done <- b
 			}()
 			payload(conn) // fails once the server has closed: that is fine
-			if tcp, ok := conn.(*net.TCPConn); ok {
-				tcp.CloseWrite()
+			if cw, ok := conn.(interface{ CloseWrite() error }); ok {
+				cw.CloseWrite()
 			}
 			replies[i] = string(<-done)
 		}()
@@ -245,14 +292,22 @@ func TestUnauthenticatedAttacks(t *testing.T) {
 			return nil
 		}, "-NOAUTH Authentication required.\r\n"},
 	} {
-		t.Run(a.name, func(t *testing.T) {
-			c := startChild(t, "secret")
-			got := attack(t, c.addr, a.conns, a.payload)
-			if !strings.HasPrefix(got, a.reply) {
-				t.Errorf("the attacker was answered %.200q, want %q first", got, a.reply)
-			}
-			checkAfterAttack(t, c)
-		})
+		// On the plaintext port, and on the TLS port: its limits are the
+		// same.
+		for _, secure := range []bool{false, true} {
+			t.Run(map[bool]string{false: "plain/", true: "tls/"}[secure]+a.name, func(t *testing.T) {
+				var p *testPKI
+				if secure {
+					p = newTestPKI(t)
+				}
+				c := startChildTLS(t, "secret", p)
+				got := attack(t, func() (net.Conn, error) { return c.dial(secure) }, a.conns, a.payload)
+				if !strings.HasPrefix(got, a.reply) {
+					t.Errorf("the attacker was answered %.200q, want %q first", got, a.reply)
+				}
+				checkAfterAttack(t, c)
+			})
+		}
 	}
 }
 

@@ -32,7 +32,8 @@ import (
 // It is kept far from what the server needs (a PING answers in well under
 // a millisecond, and the work a loop does between two reads is bounded
 // at a few milliseconds by maxLoopArgs and maxLoopBytes), so that a busy
-// machine, or the race detector, cannot reach it; the sizes shrink under
+// machine cannot reach it (under the race detector the stalls are only
+// logged); the sizes shrink under
 // -short. The server runs in a process of its own, so that the test's own
 // work (building and sending 60 MB requests, its garbage collections)
 // does not take its processors, and the probes are paced, so that they do
@@ -466,11 +467,18 @@ func TestAuthenticatedAttacks(t *testing.T) {
 			worstPing, worstExists := ping.end(t), exists.end(t)
 			t.Logf("attack took %v; worst PING %v (%d sent), worst BF.EXISTS on another key %v (%d sent)",
 				took.Round(time.Millisecond), worstPing.Round(time.Microsecond), ping.n, worstExists.Round(time.Microsecond), exists.n)
+			// Under the race detector every access of the server is
+			// instrumented 5-20 times over: that run is for races, and
+			// the run without it holds the bound.
+			stalled := t.Errorf
+			if raceEnabled {
+				stalled = t.Logf
+			}
 			if worstPing > maxStall {
-				t.Errorf("another client's PING waited %v (bound %v)", worstPing, maxStall)
+				stalled("another client's PING waited %v (bound %v)", worstPing, maxStall)
 			}
 			if worstExists > maxStall {
-				t.Errorf("a BF.EXISTS on another key waited %v (bound %v)", worstExists, maxStall)
+				stalled("a BF.EXISTS on another key waited %v (bound %v)", worstExists, maxStall)
 			}
 		})
 	}

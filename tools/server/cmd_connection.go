@@ -206,17 +206,21 @@ func cmdCommand(_ *Server, _ *session, w replier, args [][]byte) {
 // ignoring case, and is at most maxPatternBytes (Redis takes any: a 60 MB
 // one took it seconds).
 func cmdConfig(s *Server, _ *session, w replier, args [][]byte) {
-	if !eq(args[1], "GET") || len(args) != 3 {
-		w.WriteError("ERR ohbloom serve supports CONFIG GET <parameter> only; settings are command-line flags")
+	if eq(args[1], "SET") && len(args) >= 4 && len(args)%2 == 0 && isTLSSetting(string(args[2])) {
+		configSetTLS(s, w, args[2:])
 		return
 	}
-	settings := [...][2]string{
+	if !eq(args[1], "GET") || len(args) != 3 {
+		w.WriteError("ERR ohbloom serve supports CONFIG GET <parameter> and CONFIG SET of tls-* only; settings are command-line flags")
+		return
+	}
+	settings := append([][2]string{
 		{"save", ""},
 		{"appendonly", s.appendOnlySetting()},
 		{"maxclients", strconv.Itoa(s.cfg.MaxClients)},
 		{"proto-max-bulk-len", strconv.Itoa(s.cfg.MaxRequestBytes)},
 		{"dir", s.cfg.DataDir},
-	}
+	}, s.tlsConfigGet()...)
 	param := args[2]
 	if bytes.IndexAny(param, "[*?") < 0 {
 		for _, kv := range settings {
@@ -235,7 +239,7 @@ func cmdConfig(s *Server, _ *session, w replier, args [][]byte) {
 		return
 	}
 	g := compileGlob(string(param), true)
-	var matched [len(settings)]bool
+	matched := make([]bool, len(settings))
 	n := 0
 	for i, kv := range settings {
 		if matched[i] = g.match(kv[0]); matched[i] {

@@ -50,7 +50,7 @@ func init() {
 		"select":   {arity: 2, run: cmdSelect},
 		"client":   {arity: -2, run: cmdClient},
 		"command":  {arity: -1, run: cmdCommand},
-		"config":   {arity: -2, run: cmdConfig},
+		"config":   {arity: -2, slow: true, run: cmdConfig},
 		"info":     {arity: -1, slow: true, run: cmdInfo},
 		"dbsize":   {arity: 1, run: func(s *Server, _ *session, w replier, _ [][]byte) { w.WriteInt64(int64(s.store.len())) }},
 		"del":      {arity: -2, slow: true, run: cmdDel},

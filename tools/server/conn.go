@@ -476,8 +476,10 @@ func (c *connection) account() error {
 	if parser > int64(c.s.cfg.MaxRequestBytes) {
 		return errRequestTooLarge
 	}
-	want := int64(cap(c.in)+cap(c.w.b)+c.waitingBytes) + parser + c.sess.multiBytes()
-	if want != c.held && !c.reserve(want-c.held) {
+	want := int64(cap(c.in)+cap(c.w.b)+c.waitingBytes) + parser + c.sess.multiBytes() + c.transportBytes()
+	// (A client that has authenticated since gives its share of the
+	// unauthenticated total back even if it holds the same.)
+	if (want != c.held || c.unauthHeld > 0 && c.sess.authed) && !c.reserve(want-c.held) {
 		return errBuffersFull
 	}
 	return nil

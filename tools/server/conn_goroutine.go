@@ -7,13 +7,23 @@ import (
 )
 
 // goroutineTransport serves one connection from a goroutine of its own,
-// with blocking reads and writes: the transport where there is no epoll
-// (loop_other.go), and on Linux a second path that tests run the protocol
-// over. Its writes block until the socket takes the replies, so a client
-// that does not read holds up only its own goroutine, and the server no
-// more than one batch of its replies.
+// with blocking reads and writes: the transport of TLS connections
+// (tls.go), the one where there is no epoll (loop_other.go), and on Linux
+// a second path that tests run the protocol over. Its writes block until
+// the socket takes the replies, so a client that does not read holds up
+// only its own goroutine, and the server no more than one batch of its
+// replies.
 type goroutineTransport struct {
-	conn   net.Conn
+	// conn is what the connection reads and writes (a *tls.Conn over
+	// raw, or raw itself); raw is the socket, which another goroutine
+	// closes to end a read or write in progress (Shutdown).
+	conn, raw net.Conn
+	// readBytes is the size of the buffer reads go into.
+	readBytes int
+	// fixed is counted in the connection's share of max-buffered-bytes
+	// for what the transport holds beyond the connection's own buffers
+	// (tlsConnBytes).
+	fixed  int64
 	mu     sync.Mutex
 	tasks  []task
 	signal chan struct{} // one waiting token: tasks were posted
@@ -33,6 +43,15 @@ func (g *goroutineTransport) wake(t task) {
 	}
 }
 
+// transportBytes is what the connection's transport holds beyond its
+// request and reply buffers, counted with them in the budget (account).
+func (c *connection) transportBytes() int64 {
+	if c.goroutine == nil {
+		return 0
+	}
+	return c.goroutine.fixed
+}
+
 // goroutineConns are the connections served by goroutines.
 type goroutineConns struct {
 	mu    sync.Mutex
@@ -40,7 +59,16 @@ type goroutineConns struct {
 }
 
 func (gs *goroutineConns) serve(s *Server, conn net.Conn, c *connection) {
-	g := &goroutineTransport{conn: conn, signal: make(chan struct{}, 1)}
+	g, ok := gs.register(s, conn, c, loopReadBytes)
+	if ok {
+		go gs.run(s, g, c, conn)
+	}
+}
+
+// register makes conn the transport of c, where Shutdown finds it. It
+// reports false, having closed the connection, if Shutdown has begun.
+func (gs *goroutineConns) register(s *Server, conn net.Conn, c *connection, readBytes int) (*goroutineTransport, bool) {
+	g := &goroutineTransport{conn: conn, raw: conn, readBytes: readBytes, signal: make(chan struct{}, 1)}
 	c.goroutine = g
 	gs.mu.Lock()
 	if gs.conns == nil {
@@ -48,20 +76,38 @@ func (gs *goroutineConns) serve(s *Server, conn net.Conn, c *connection) {
 	}
 	gs.conns[c] = g
 	gs.mu.Unlock()
-	go func() {
-		defer func() {
-			gs.mu.Lock()
-			delete(gs.conns, c)
-			gs.mu.Unlock()
-			conn.Close()
-			c.release()
-			s.closed1(c)
-		}()
-		if s.closing.Load() {
-			return // Shutdown began after the hand-over
-		}
-		g.run(s, c)
-	}()
+	if s.closing.Load() {
+		// Shutdown began after the hand-over; its closeAll may have
+		// passed this connection by.
+		gs.end(s, g, c)
+		return nil, false
+	}
+	return g, true
+}
+
+// run serves c over conn (raw, or a *tls.Conn over it) on this goroutine
+// until it closes.
+func (gs *goroutineConns) run(s *Server, g *goroutineTransport, c *connection, conn net.Conn) {
+	defer gs.end(s, g, c)
+	gs.mu.Lock()
+	g.conn = conn
+	gs.mu.Unlock()
+	if s.closing.Load() {
+		return // Shutdown began after the hand-over
+	}
+	g.run(s, c)
+}
+
+// end closes a connection served by a goroutine and forgets it.
+func (gs *goroutineConns) end(s *Server, g *goroutineTransport, c *connection) {
+	gs.mu.Lock()
+	delete(gs.conns, c)
+	gs.mu.Unlock()
+	// The socket, not a *tls.Conn: its Close would first send a
+	// close_notify, waiting up to 5 s for a client that does not read.
+	g.raw.Close()
+	c.release()
+	s.closed1(c)
 }
 
 func (g *goroutineTransport) run(s *Server, c *connection) {
@@ -69,14 +115,14 @@ func (g *goroutineTransport) run(s *Server, c *connection) {
 		if r := recover(); r != nil {
 			s.logPanic.log(s.cfg.Logger, "connection panicked; closed it", "remote", c.addr, "panic", r, "stack", string(debug.Stack()))
 			c.dead = true
-			g.conn.Close()
+			g.raw.Close()
 			// A slow command of it may still run, with its state.
 			for c.block&blockBusy != 0 {
 				g.takeTasks(c)
 			}
 		}
 	}()
-	buf := make([]byte, loopReadBytes)
+	buf := make([]byte, g.readBytes)
 	for !c.finished() || c.block&blockBusy != 0 {
 		if !c.runnable() {
 			g.takeTasks(c)
@@ -112,7 +158,7 @@ func (gs *goroutineConns) closeAll() {
 	gs.mu.Lock()
 	defer gs.mu.Unlock()
 	for c, g := range gs.conns {
-		g.conn.Close() // ends a read in progress
+		g.raw.Close() // ends a read or write in progress
 		g.wake(task{c: c, kind: wakeClose})
 	}
 }

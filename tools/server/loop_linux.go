@@ -453,12 +453,10 @@ func (ls *loops) enroll(conn net.Conn, c *connection) error {
 	return nil
 }
 
-// closeAll closes every connection (Shutdown).
+// closeAll closes every connection (Shutdown): the loops', and those
+// served by goroutines (TLS, tests).
 func (ls *loops) closeAll() {
-	if ls.perConn {
-		ls.conns.closeAll()
-		return
-	}
+	ls.conns.closeAll()
 	for _, l := range ls.all {
 		l.post(task{kind: wakeClose})
 	}

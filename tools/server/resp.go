@@ -95,6 +95,8 @@ func (p *requestParser) next(b []byte, lim parseLimits) ([][]byte, int, error) {
 		p.reset()
 		if b[0] == '*' {
 			p.kind, p.pos, p.bulk = '*', 0, -1
+		} else if b[0] == tlsRecordHandshake {
+			return nil, 0, errTLSOnPlainPort // a TLS client (tls.go)
 		} else {
 			p.kind = 'i'
 		}

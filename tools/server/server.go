@@ -17,7 +17,9 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"os"
 	"runtime"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -26,9 +28,20 @@ import (
 // Config configures a Server. The zero value of each field means its
 // default.
 type Config struct {
-	// Addr is the address to listen on; default 127.0.0.1:6379, loopback
-	// only, as Redis's own protected mode.
+	// Addr is the address ListenAndServe serves plaintext on; default
+	// 127.0.0.1:6379, loopback only, as Redis's own protected mode.
 	Addr string
+	// TLSAddr, when set, is an address ListenAndServe serves TLS on
+	// (Redis's tls-port), with the certificates of TLS.
+	TLSAddr string
+	// TLS is the TLS configuration, Redis's tls-* settings (tls.go): TLS
+	// is served, by ServeTLS, when TLS.CertFile is set.
+	TLS TLSConfig
+	// UnixSocket, when set, is the path of a Unix socket ListenAndServe
+	// serves plaintext on (Redis's unixsocket); UnixSocketPerm, when not
+	// 0, its permissions (unixsocketperm). See ListenUnix.
+	UnixSocket     string
+	UnixSocketPerm os.FileMode
 	// DataDir holds one file per key. Empty keeps the filters in memory
 	// only, lost at exit.
 	DataDir string
@@ -146,6 +159,10 @@ func (c Config) withDefaults() (Config, error) {
 		return c, fmt.Errorf("server: MaxClients %d is negative", c.MaxClients)
 	case c.MaxFilterBytes < 64:
 		return c, fmt.Errorf("server: MaxFilterBytes %d is below one block", c.MaxFilterBytes)
+	case c.UnixSocketPerm&^os.ModePerm != 0:
+		return c, fmt.Errorf("server: UnixSocketPerm %o is not a permission (at most 777)", c.UnixSocketPerm)
+	case c.TLSAddr != "" && c.TLS.CertFile == "":
+		return c, errors.New("server: TLSAddr is set but TLS.CertFile is not")
 	}
 	return c, nil
 }
@@ -167,6 +184,8 @@ type Server struct {
 	// (isolation.go).
 	iso  isolation
 	auth authGate
+	// tls is the TLS configuration, reloadable (tls.go).
+	tls tlsState
 	// passwordSum is the SHA-256 of Password, compared in constant time.
 	passwordSum [32]byte
 
@@ -176,15 +195,21 @@ type Server struct {
 	// after it is closed at once.
 	closing atomic.Bool
 
-	mu       sync.Mutex
-	ln       net.Listener
+	mu sync.Mutex
+	// listeners are those handed to Serve and ServeTLS, in that order.
+	listeners []net.Listener
+	// unixPath is the Unix socket served, for CONFIG GET unixsocket.
+	unixPath atomicString
 	loops    *loops
-	handlers sync.WaitGroup
-	served   chan struct{} // closed when Serve returns
-	stopSave chan struct{}
-	saveDone chan struct{}
-	serving  bool
-	closed   bool
+	// startOnce starts the loops and the saves, at the first Serve.
+	startOnce sync.Once
+	startErr  error
+	handlers  sync.WaitGroup // connections open
+	acceptors sync.WaitGroup // Serve calls running
+	stopSave  chan struct{}
+	saveDone  chan struct{}
+	serving   bool
+	closed    bool
 }
 
 // New validates c and restores every filter saved in c.DataDir. A data file
@@ -202,7 +227,10 @@ func New(c Config) (*Server, error) {
 		c.MaxClients = limit
 	}
 	s := &Server{cfg: c, store: newStore(c), started: time.Now(),
-		served: make(chan struct{}), stopSave: make(chan struct{}), saveDone: make(chan struct{})}
+		stopSave: make(chan struct{}), saveDone: make(chan struct{})}
+	if err := s.tls.init(c.TLS); err != nil {
+		return nil, err
+	}
 	s.auth.init()
 	s.iso.init()
 	s.passwordSum = sha256.Sum256([]byte(c.Password))
@@ -216,40 +244,112 @@ func New(c Config) (*Server, error) {
 // after New fitted it to the open-file limit.
 func (s *Server) MaxClients() int { return s.cfg.MaxClients }
 
-// ListenAndServe listens on the configured address and serves until
-// Shutdown.
+// ListenAndServe listens on the configured addresses (Addr; TLSAddr and
+// UnixSocket if set) and serves until Shutdown. It returns when the first
+// listener fails or Shutdown has closed them all.
 func (s *Server) ListenAndServe() error {
-	ln, err := net.Listen("tcp", s.cfg.Addr)
-	if err != nil {
+	type serveFunc func(net.Listener) error
+	var lns []net.Listener
+	var serves []serveFunc
+	fail := func(err error) error {
+		for _, ln := range lns {
+			ln.Close()
+		}
 		return err
 	}
-	return s.Serve(ln)
+	ln, err := net.Listen("tcp", s.cfg.Addr)
+	if err != nil {
+		return fail(err)
+	}
+	lns, serves = append(lns, ln), append(serves, s.Serve)
+	if s.cfg.TLSAddr != "" {
+		ln, err := net.Listen("tcp", s.cfg.TLSAddr)
+		if err != nil {
+			return fail(err)
+		}
+		lns, serves = append(lns, ln), append(serves, s.ServeTLS)
+	}
+	if s.cfg.UnixSocket != "" {
+		ln, err := ListenUnix(s.cfg.UnixSocket, s.cfg.UnixSocketPerm)
+		if err != nil {
+			return fail(err)
+		}
+		lns, serves = append(lns, ln), append(serves, s.Serve)
+	}
+	errs := make(chan error, len(lns))
+	for i, ln := range lns {
+		go func() { errs <- serves[i](ln) }()
+	}
+	var first error
+	for range lns {
+		if err := <-errs; err != nil && first == nil {
+			first = err
+			s.closeListeners()
+		}
+	}
+	return first
 }
 
-// Serve serves connections from ln until Shutdown. It saves changed
-// filters every SaveInterval meanwhile.
-func (s *Server) Serve(ln net.Listener) error {
+// Serve serves plaintext connections from ln until Shutdown: a TCP or a
+// Unix socket listener (ListenUnix). It may be called for several
+// listeners, and with ServeTLS, at once; the first call starts the event
+// loops and the saves of changed filters every SaveInterval.
+func (s *Server) Serve(ln net.Listener) error { return s.serve(ln, false) }
+
+// ServeTLS serves TLS connections from ln until Shutdown, with the
+// certificates of Config.TLS (reloadable: ReloadTLS). As Serve otherwise.
+func (s *Server) ServeTLS(ln net.Listener) error {
+	if s.tls.current.Load() == nil {
+		ln.Close()
+		return errors.New("server: ServeTLS without a TLS configuration (Config.TLS.CertFile)")
+	}
+	a := ln.Addr()
+	s.tls.addr.Store(&a)
+	return s.serve(ln, true)
+}
+
+func (s *Server) serve(ln net.Listener, secure bool) error {
 	s.mu.Lock()
-	if s.closed || s.serving {
+	if s.closed {
 		s.mu.Unlock()
 		ln.Close()
-		return errors.New("server: already serving or shut down")
+		return errors.New("server: shut down")
 	}
-	s.ln, s.serving = ln, true
+	s.listeners = append(s.listeners, ln)
+	s.serving = true
+	s.acceptors.Add(1)
 	s.mu.Unlock()
-	loops, err := startLoops(s, s.cfg.EventLoops, servePerConnection)
-	if err != nil {
-		close(s.saveDone) // what Shutdown waits for: nothing runs
-		close(s.served)
+	defer s.acceptors.Done()
+	if ul, ok := ln.(*net.UnixListener); ok {
+		s.unixPath.Store(ul.Addr().String())
+	}
+	s.startOnce.Do(func() {
+		loops, err := startLoops(s, s.cfg.EventLoops, servePerConnection)
+		if err != nil {
+			s.startErr = fmt.Errorf("server: starting the event loops: %w", err)
+			close(s.saveDone) // what Shutdown waits for: nothing runs
+			return
+		}
+		go s.saveLoop()
+		s.mu.Lock()
+		s.loops = loops
+		s.mu.Unlock()
+	})
+	if s.startErr != nil {
 		ln.Close()
-		return fmt.Errorf("server: starting the event loops: %w", err)
+		return s.startErr
 	}
+	return s.acceptLoop(ln, secure)
+}
+
+// closeListeners closes every listener (a failed one ends ListenAndServe).
+func (s *Server) closeListeners() {
 	s.mu.Lock()
-	s.loops = loops
+	lns := slices.Clone(s.listeners)
 	s.mu.Unlock()
-	go s.saveLoop()
-	defer close(s.served)
-	return s.acceptLoop(ln)
+	for _, ln := range lns {
+		ln.Close()
+	}
 }
 
 // acceptLoop accepts connections until the listener closes. Accept errors
@@ -257,7 +357,16 @@ func (s *Server) Serve(ln net.Listener) error {
 // doubles from 5 ms to 1 s, as net/http does, and logged at most once a
 // second: a full file table must not become a spinning core and a flood
 // of log lines.
-func (s *Server) acceptLoop(ln net.Listener) error {
+func (s *Server) acceptLoop(ln net.Listener, secure bool) error {
+	s.mu.Lock()
+	loops := s.loops
+	s.mu.Unlock()
+	// A Unix socket's clients have no address of their own: Redis shows
+	// the socket's path, port 0.
+	unixAddr := ""
+	if _, ok := ln.(*net.UnixListener); ok {
+		unixAddr = ln.Addr().String() + ":0"
+	}
 	var pause time.Duration
 	for {
 		conn, err := ln.Accept()
@@ -281,7 +390,11 @@ func (s *Server) acceptLoop(ln net.Listener) error {
 			conn.Close()
 			continue
 		}
-		c := s.newClient(conn.RemoteAddr().String())
+		addr := unixAddr
+		if addr == "" {
+			addr = conn.RemoteAddr().String()
+		}
+		c := s.newClient(addr)
 		s.mu.Lock()
 		closed := s.closed
 		if !closed {
@@ -293,10 +406,16 @@ func (s *Server) acceptLoop(ln net.Listener) error {
 			conn.Close()
 			return nil
 		}
+		if secure {
+			// The handshake, and then the connection, on a goroutine of
+			// its own (tls.go).
+			go s.serveTLSConn(loops, conn, c)
+			continue
+		}
 		// The event loop takes a duplicate of the socket and closes conn.
 		// (Not under s.mu: the loop may be closing another connection,
 		// which takes s.mu.)
-		if err := s.loops.enroll(conn, c); err != nil {
+		if err := loops.enroll(conn, c); err != nil {
 			s.clients.Add(-1)
 			s.handlers.Done()
 			s.logAccept.log(s.cfg.Logger, "accept failed: handing the connection to an event loop", "err", err)
@@ -321,14 +440,15 @@ func (s *Server) isClosed() bool {
 	return s.closed
 }
 
-// Addr returns the address the server listens on, once Serve has started.
+// Addr returns the address of the first listener served, once Serve or
+// ServeTLS has started.
 func (s *Server) Addr() net.Addr {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.ln == nil {
+	if len(s.listeners) == 0 {
 		return nil
 	}
-	return s.ln.Addr()
+	return s.listeners[0].Addr()
 }
 
 func (s *Server) saveLoop() {
@@ -366,16 +486,18 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	}
 	s.closed = true
 	s.closing.Store(true)
-	ln, serving := s.ln, s.serving
+	lns, serving := s.listeners, s.serving
 	loops := s.loops
 	s.mu.Unlock()
 	if loops != nil {
 		loops.closeAll()
 	}
 	if serving {
-		ln.Close()
+		for _, ln := range lns {
+			ln.Close() // a Unix socket's file goes with it
+		}
 		done := make(chan struct{})
-		go func() { <-s.served; s.handlers.Wait(); close(done) }()
+		go func() { s.acceptors.Wait(); s.handlers.Wait(); close(done) }()
 		select {
 		case <-done:
 		case <-ctx.Done():
