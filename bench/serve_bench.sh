@@ -21,7 +21,10 @@
 # builds of ohbloom in the same run (default: this tree's, built here, named
 # ohbloom); the CSV is then written only if OHBLOOM_CSV names a file.
 # OHBLOOM_CSV=path writes it elsewhere. Ports: OHBLOOM_BENCH_PORT (default
-# 46400) and up.
+# 46400) and up. OHBLOOM_BENCH_FAMILY=cf measures CF.ADD and CF.EXISTS on a
+# cuckoo filter (CF.RESERVE bench 1000000, RedisBloom's defaults) instead
+# of the BF commands, against the same SADD/SISMEMBER, and writes
+# docs/data/server-cf.csv.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 rounds=${1:-3}
@@ -39,12 +42,13 @@ cleanup() {
 }
 trap cleanup EXIT
 
+family=${OHBLOOM_BENCH_FAMILY:-bf}
 servers=${OHBLOOM_SERVERS:-}
 csv=${OHBLOOM_CSV:-}
 if [ -z "$servers" ]; then
   (cd tools && go build -o "$work/ohbloom" ./cmd/ohbloom)
   servers="ohbloom=$work/ohbloom"
-  csv=${csv:-docs/data/server.csv}
+  if [ "$family" = cf ]; then csv=${csv:-docs/data/server-cf.csv}; else csv=${csv:-docs/data/server.csv}; fi
 fi
 
 redis-server --port "$REDIS_PORT" --bind 127.0.0.1 --save "" --appendonly no --daemonize yes \
@@ -67,7 +71,12 @@ done
 redis_pid=$(cat "$work/redis.pid")
 spids=("$redis_pid" "${pids[@]}")
 for i in "${!names[@]}"; do
-  [ "$i" = 0 ] || redis-cli -p "${ports[$i]}" BF.RESERVE bench 0.01 1000000 >/dev/null
+  [ "$i" = 0 ] && continue
+  if [ "$family" = cf ]; then
+    redis-cli -p "${ports[$i]}" CF.RESERVE bench 1000000 >/dev/null
+  else
+    redis-cli -p "${ports[$i]}" BF.RESERVE bench 0.01 1000000 >/dev/null
+  fi
 done
 
 # cpu_ticks PID: utime+stime of the whole process, in clock ticks.
@@ -83,6 +92,10 @@ cases=(
   "add|1|BF.ADD bench __rand_int__|SADD bench __rand_int__"
   "test|1|BF.EXISTS bench __rand_int__|SISMEMBER bench __rand_int__"
 )
+if [ "$family" = cf ]; then
+  cases=("${cases[@]//BF.ADD/CF.ADD}")
+  cases=("${cases[@]//BF.EXISTS/CF.EXISTS}")
+fi
 order=("${!names[@]}")
 for round in $(seq "$rounds"); do
   for c in "${cases[@]}"; do
@@ -140,9 +153,12 @@ awk -F'|' -v hz="$hz" '
     }
   }' "$work/results" | sort -t'|' -k5,5r -k2,2 -k3,3
 
-bf_bytes=$(redis-cli -p "${ports[1]}" BF.INFO bench SIZE)
 echo
-echo "(the filter, reserved for 10^6 items at 1%, takes $bf_bytes bytes)"
+if [ "$family" = cf ]; then
+  echo "(the cuckoo filter, reserved for 10^6 items: $(redis-cli -p "${ports[1]}" CF.DEBUG bench))"
+else
+  echo "(the filter, reserved for 10^6 items at 1%, takes $(redis-cli -p "${ports[1]}" BF.INFO bench SIZE) bytes)"
+fi
 
 if [ -n "$csv" ]; then
   {

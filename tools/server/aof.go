@@ -44,6 +44,7 @@ package server
 //	11 redisbloom-chunk  seq u64, iterator u64, data: a BF.LOADCHUNK data
 //	                   chunk, or a piece of one (at most rbChunkPiece
 //	                   bytes, so that every record but a load stays small)
+//	12-16              a cuckoo key's records (cuckoo_log.go)
 //
 // A RedisBloom key's changes are numbered as a CF key's (store.go's
 // entry.mu): its growth and counts depend on the order of its adds, and a
@@ -444,6 +445,11 @@ func (l *appendLog) appendCreate(key string, e *entry) uint64 {
 		l.buf = le.AppendUint64(l.buf, e.capacity)
 		l.buf = le.AppendUint64(l.buf, math.Float64bits(e.errorRate))
 		l.buf = le.AppendUint64(l.buf, e.seed)
+		return l.seal(start)
+	}
+	if e.kind == kindCuckoo {
+		start := begin(l, recCuckooCreate, key)
+		l.buf = appendCuckooHeader(l.buf, e.cf.Info())
 		return l.seal(start)
 	}
 	if e.kind == kindRedisBloom {

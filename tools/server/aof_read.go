@@ -466,6 +466,9 @@ func (rp *replayer) apply(body []byte) error {
 		}
 		delete(rp.keys, string(key))
 	default:
+		if ok, err := rp.applyCuckoo(kind, key, rest, e); ok {
+			return err
+		}
 		return fmt.Errorf("%w: unknown record kind %d (written by a newer ohbloom?)", errCorrupt, kind)
 	}
 	return nil

@@ -26,6 +26,8 @@ func TestLogFormat(t *testing.T) {
 		rdb.BFReserveNonScaling(ctx, "f", 0.5, 7).Err(),
 		rdb.CFAdd(ctx, "c", "x").Err(),
 		rdb.CFDel(ctx, "c", "x").Err(),
+		rdb.CFDel(ctx, "c", "x").Err(), // absent: no record
+		rdb.Do(ctx, "CF.COMPACT", "c").Err(),
 		rdb.Del(ctx, "k").Err(),
 		rdb.FlushAll(ctx).Err(),
 	} {
@@ -49,11 +51,14 @@ func TestLogFormat(t *testing.T) {
 	record([]byte{1, 1, 'k', 0}, u64(100), f64(0.01), le.AppendUint32(nil, 2), u64(0)) // create-bloom
 	record([]byte{3, 1, 'k'}, hash("a"))                                               // bloom-add
 	record([]byte{1, 1, 'f', 1}, u64(7), f64(0.25), le.AppendUint32(nil, 2), u64(0))   // create-bloom NONSCALING; 0.5 is capped, as RedisBloom caps it
-	record([]byte{2, 1, 'c'}, u64(1024), f64(0.01), u64(0))                            // create-counting, RedisBloom's default capacity
-	record([]byte{4, 1, 'c'}, u64(1), hash("x"))                                       // counting-add, seq 1
-	record([]byte{5, 1, 'c'}, u64(2), hash("x"))                                       // counting-remove, seq 2
-	record([]byte{6, 1, 'k'})                                                          // delete
-	record([]byte{7})                                                                  // flush-all
+	// cuckoo-create: the header of RedisBloom's default filter (1024 / 2
+	// = 512 buckets of 2, 20 iterations, expansion 1), no items yet
+	record([]byte{12, 1, 'c'}, u64(0), u64(512), u64(0), u64(1), []byte{2, 0, 20, 0, 1, 0})
+	record([]byte{13, 1, 'c'}, u64(1), u64(redisbloom.CuckooHash([]byte("x")))) // cuckoo-add, seq 1
+	record([]byte{14, 1, 'c'}, u64(2), u64(redisbloom.CuckooHash([]byte("x")))) // cuckoo-delete, seq 2
+	record([]byte{15, 1, 'c'}, u64(3))                                          // cuckoo-compact, seq 3
+	record([]byte{6, 1, 'k'})                                                   // delete
+	record([]byte{7})                                                           // flush-all
 	got, err := os.ReadFile(segmentPath(dir, 1))
 	if err != nil {
 		t.Fatal(err)
@@ -89,6 +94,20 @@ func FuzzLogReplay(f *testing.F) {
 	run("BF.ADD", "f", "x")
 	run("CF.INSERT", "c", "CAPACITY", "10", "ITEMS", "x", "y", "x")
 	run("CF.DEL", "c", "x")
+	run("CF.COMPACT", "c")
+	cf, _ := redisbloom.NewCuckoo(redisbloom.DefaultCuckooConfig(8))
+	for i := range 12 { // grows to 3 sub-filters
+		cf.Add([]byte(itoa(i)))
+	}
+	for iter := int64(0); ; {
+		next, data := cf.ScanDump(iter, nil)
+		if next == 0 {
+			break
+		}
+		run("CF.LOADCHUNK", "cl", itoa(next), string(data))
+		iter = next
+	}
+	run("CF.ADD", "cl", "more")
 	run("DEL", "k")
 	dump := recordBytes("f", s.store.get("f"))
 	run("BF.LOADCHUNK", "loaded", itoa(ohbloomIterators|int64(len(dump))+1), string(dump))
@@ -169,6 +188,9 @@ func replayChecked(t *testing.T, data []byte) {
 		switch e.kind {
 		case kindCounting:
 			e.counting.Count([]byte(name))
+		case kindCuckoo:
+			e.cf.Count([]byte(name))
+			e.cf.Test([]byte(name))
 		default:
 			e.bloomTest([]byte(name))
 		}

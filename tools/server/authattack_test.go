@@ -266,10 +266,10 @@ func TestAuthenticatedAttacks(t *testing.T) {
 			t.Fatalf("setting up: %q %v", r, err)
 		}
 	}
-	// A counting filter, and a fixed one to reserve, of nearly
+	// A cuckoo filter, and a fixed one to reserve, of nearly
 	// filterBytes each.
-	cfCapacity, bfCapacity := uint64(1), uint64(1)
-	for countingBytes(2*cfCapacity) <= uint64(filterBytes) {
+	cfCapacity, bfCapacity := uint64(4), uint64(1)
+	for cuckooBytes(2*cfCapacity) <= uint64(filterBytes) {
 		cfCapacity *= 2
 	}
 	for fixedBytes(2*bfCapacity) <= uint64(filterBytes) {
@@ -552,13 +552,9 @@ func readArray(t *testing.T, c *rawConn) int {
 	return n
 }
 
-func countingBytes(n uint64) uint64 {
-	blocks, _, err := ohbloom.CountingGeometry(n, countingErrorRate)
-	if err != nil {
-		return math.MaxUint64
-	}
-	return blocks * ohbloom.BlockBytes
-}
+// cuckooBytes is the size of CF.RESERVE's filter of capacity n (a power
+// of two): n/2 buckets of 2 slots, and RedisBloom's 56 bytes of structs.
+func cuckooBytes(n uint64) uint64 { return n + 56 }
 
 func fixedBytes(n uint64) uint64 {
 	blocks, _, err := ohbloom.Geometry(n, 0.0001)

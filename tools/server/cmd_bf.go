@@ -275,7 +275,7 @@ func (s *Server) bloomEntry(sess *session, w replier, name []byte, create bool, 
 		}
 		noteLog(sess, pos)
 	}
-	if e.kind == kindCounting {
+	if e.kind.isCF() {
 		w.WriteError(wrongType)
 		return nil
 	}
@@ -540,7 +540,7 @@ func (e *entry) bloomTest(item []byte) bool {
 // is no WRONGTYPE here, as in RedisBloom.
 func cmdBFExists(s *Server, _ *session, w replier, args [][]byte) {
 	e := s.store.getBytes(args[1])
-	if e != nil && e.kind == kindCounting {
+	if e != nil && e.kind.isCF() {
 		e = nil
 	}
 	if lower(args[0][3]) == 'm' {
@@ -556,7 +556,7 @@ func cmdBFCard(s *Server, _ *session, w replier, args [][]byte) {
 	switch {
 	case e == nil:
 		w.WriteInt64(0)
-	case e.kind == kindCounting:
+	case e.kind.isCF():
 		w.WriteError(wrongType)
 	default:
 		w.WriteInt64(int64(e.card()))
@@ -606,7 +606,7 @@ func cmdBFInfo(s *Server, _ *session, w replier, args [][]byte) {
 	case e == nil:
 		w.WriteError(errNotFound)
 		return
-	case e.kind == kindCounting:
+	case e.kind.isCF():
 		w.WriteError(wrongType)
 		return
 	}

@@ -4,25 +4,24 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/ohbloom/ohbloom"
+	"github.com/ohbloom/ohbloom/redisbloom"
 )
 
-// CF.* commands: counting filters stand where RedisBloom has cuckoo
-// filters, so that CF.DEL works. The commands parse and answer as
-// rebloom.c's CF commands do (texts, RESP3 booleans where it sends them,
-// maps); what a counting filter does differently is in docs/server.md:
-// it never fills up (counters saturate at 15 instead of a cuckoo filter's
-// "Filter is full"), it does not grow, and BUCKETSIZE, MAXITERATIONS and
-// EXPANSION, checked as RedisBloom checks them, shape nothing.
+// CF.* commands: a CF key is RedisBloom's cuckoo filter
+// (redisbloom.AtomicCuckooFilter, kindCuckoo), and every command answers as
+// rebloom.c's does, reply for reply: the same false positives, counts,
+// "Filter is full", growth, compaction, CF.INFO and CF.SCANDUMP chunks, in
+// both protocols (booleans in RESP3 where it sends them, maps). Options
+// are parsed and checked with RedisBloom's texts (those of its current
+// releases, which also bound the capacity by cf-initial-size's maximum).
+// Keys written by an older ohbloom, whose CF keys were counting filters,
+// keep answering as they did (cmd_cf_legacy.go).
 
 // RedisBloom's bounds and defaults for cuckoo filters (src/config.c).
 const (
-	cfDefaultCapacity   = 1024 // cf-initial-size
-	cfDefaultBucketSize = 2    // cf-bucket-size
+	cfDefaultCapacity   = redisbloom.CuckooDefaultCapacity // cf-initial-size
+	cfDefaultBucketSize = redisbloom.CuckooDefaultBucketSize
 	cfMaxCapacity       = 1 << 30
-	cfMaxBucketSize     = 255
-	cfMaxIterations     = 65535
-	cfMaxExpansion      = 32768
 )
 
 const (
@@ -32,36 +31,30 @@ const (
 	errCFNotFound        = "Not found"
 	errCFCouldNotCreate  = "ERR Could not create filter"
 	errCFInvalidPosition = "Invalid position"
+	errCFFull            = "Filter is full"
+	errCFNoMemory        = "ERR Insufficient memory"
+	errCFMaxExpansions   = "Maximum expansions reached"
+	errCFCompactNotFound = "Cuckoo filter was not found"
+	errCFInvalidHeader   = "Invalid header"
+	errCFBadHeader       = "Couldn't create filter!"
+	errCFBadChunk        = "Couldn't load chunk!"
 )
 
-func (s *Server) newCounting(capacity int64) (*entry, error) {
-	if capacity < 2*cfDefaultBucketSize {
+// newCuckoo makes the filter of a new CF key, within max-filter-bytes.
+func (s *Server) newCuckoo(c redisbloom.CuckooConfig) (*entry, error) {
+	if c.Capacity < 2*uint64(c.BucketSize) {
 		return nil, errors.New(errCFCouldNotCreate) // cfCreate's own check
 	}
-	if err := s.checkSize(uint64(capacity), countingErrorRate, countingSize); err != nil {
-		return nil, err
+	c.MaxBytes = s.cfg.MaxFilterBytes
+	f, err := redisbloom.NewAtomicCuckoo(c)
+	switch {
+	case errors.Is(err, redisbloom.ErrCuckooTooLarge):
+		return nil, fmt.Errorf("ERR filter exceeds max-filter-bytes (%d)", s.cfg.MaxFilterBytes)
+	case err != nil:
+		return nil, errors.New(errCFCouldNotCreate)
 	}
-	f, err := ohbloom.NewAtomicCountingWithConfig(ohbloom.Config{Capacity: uint64(capacity), FPR: countingErrorRate})
-	if err != nil {
-		return nil, errors.New(errNoMemoryToCreate)
-	}
-	return &entry{kind: kindCounting, counting: f, capacity: uint64(capacity), errorRate: countingErrorRate}, nil
+	return &entry{kind: kindCuckoo, cf: f}, nil
 }
-
-// checkSize refuses a filter that size says would exceed max-filter-bytes.
-func (s *Server) checkSize(n uint64, p float64, size func(uint64, float64) (uint64, int, error)) error {
-	blocks, _, err := size(n, p)
-	if err != nil {
-		return errors.New(errCFCouldNotCreate)
-	}
-	if bytes := blocks * ohbloom.BlockBytes; bytes > s.cfg.MaxFilterBytes {
-		return fmt.Errorf("ERR filter of %d bytes exceeds max-filter-bytes (%d)", bytes, s.cfg.MaxFilterBytes)
-	}
-	return nil
-}
-
-// countingSize sizes a counting filter without allocating one.
-func countingSize(n uint64, p float64) (uint64, int, error) { return ohbloom.CountingGeometry(n, p) }
 
 // cfOption finds one of CF.RESERVE's options as RedisBloom does
 // (RMUtil_ArgIndex over every argument) and checks its value; it returns
@@ -98,16 +91,18 @@ func cmdCFReserve(s *Server, sess *session, w replier, args [][]byte) {
 		w.WriteError(errCFBadCapacity)
 		return
 	}
-	if _, msg := cfOption(args, "MAXITERATIONS", 1, cfMaxIterations, 20); msg != "" {
-		w.WriteError(msg)
-		return
-	}
-	bucketSize, msg := cfOption(args, "BUCKETSIZE", 1, cfMaxBucketSize, cfDefaultBucketSize)
+	iterations, msg := cfOption(args, "MAXITERATIONS", 1, redisbloom.CuckooMaxIterations, redisbloom.CuckooDefaultMaxIterations)
 	if msg != "" {
 		w.WriteError(msg)
 		return
 	}
-	if _, msg := cfOption(args, "EXPANSION", 0, cfMaxExpansion, 1); msg != "" {
+	bucketSize, msg := cfOption(args, "BUCKETSIZE", 1, redisbloom.CuckooMaxBucketSize, cfDefaultBucketSize)
+	if msg != "" {
+		w.WriteError(msg)
+		return
+	}
+	expansion, msg := cfOption(args, "EXPANSION", 0, redisbloom.CuckooMaxExpansion, redisbloom.CuckooDefaultExpansion)
+	if msg != "" {
 		w.WriteError(msg)
 		return
 	}
@@ -116,44 +111,15 @@ func cmdCFReserve(s *Server, sess *session, w replier, args [][]byte) {
 		return
 	}
 	s.reserve(sess, w, args[1], true, func() (*entry, error) {
-		// A cuckoo filter's capacity is at least twice its bucket size;
-		// a counting filter takes any, so the smallest that RedisBloom
-		// takes with the default bucket size is sized for.
-		return s.newCounting(max(capacity, 2*cfDefaultBucketSize))
+		return s.newCuckoo(redisbloom.CuckooConfig{Capacity: uint64(capacity), BucketSize: uint16(bucketSize),
+			MaxIterations: uint16(iterations), Expansion: uint16(expansion)})
 	})
 }
 
-// reserve creates the key with build and answers BF.RESERVE or CF.RESERVE:
-// OK, or RedisBloom's error for a key that exists, of either type.
-func (s *Server) reserve(sess *session, w replier, name []byte, counting bool, build func() (*entry, error)) {
-	if len(name) > maxKeyBytes {
-		w.WriteError(errKeyTooLong)
-		return
-	}
-	if msg := s.store.writeRefusal(); msg != "" {
-		w.WriteError(msg)
-		return
-	}
-	e, created, pos, err := s.store.getOrCreateLogged(string(name), build)
-	if err == nil {
-		err = s.commit(sess, pos)
-		if err != nil {
-			err = errors.New(logFailed(err))
-		}
-	}
-	switch {
-	case err != nil:
-		w.WriteError(err.Error())
-	case !created && (e.kind == kindCounting) != counting:
-		w.WriteError(wrongType)
-	case !created:
-		w.WriteError(errItemExists)
-	default:
-		w.WriteString("OK")
-	}
-}
-
-func (s *Server) countingEntry(sess *session, w replier, name []byte, create bool, capacity int64) *entry {
+// cfWriteEntry finds the CF key name for a change, creating it with
+// RedisBloom's defaults and capacity when create says so, and answers
+// RedisBloom's error when there is none.
+func (s *Server) cfWriteEntry(sess *session, w replier, name []byte, create bool, capacity int64) *entry {
 	e := s.store.getBytes(name)
 	if e == nil && create {
 		if len(name) > maxKeyBytes {
@@ -162,7 +128,9 @@ func (s *Server) countingEntry(sess *session, w replier, name []byte, create boo
 		}
 		var err error
 		var pos uint64
-		e, _, pos, err = s.store.getOrCreateLogged(string(name), func() (*entry, error) { return s.newCounting(capacity) })
+		e, _, pos, err = s.store.getOrCreateLogged(string(name), func() (*entry, error) {
+			return s.newCuckoo(redisbloom.DefaultCuckooConfig(uint64(capacity)))
+		})
 		if err != nil {
 			w.WriteError(err.Error())
 			return nil
@@ -172,7 +140,7 @@ func (s *Server) countingEntry(sess *session, w replier, name []byte, create boo
 		w.WriteError(errNotFound)
 		return nil
 	}
-	if e.kind != kindCounting {
+	if !e.kind.isCF() {
 		w.WriteError(wrongType)
 		return nil
 	}
@@ -182,61 +150,143 @@ func (s *Server) countingEntry(sess *session, w replier, name []byte, create boo
 	return e
 }
 
-// countingAdds adds items (each only if absent, with nx) to the CF key
-// name, at most hashesPerRecord of them, and sets out[i] to 1 for each
-// added. The adds, their numbers and their record are one step under the
-// key's lock (persist.go says why); then the change is committed.
-func (s *Server) countingAdds(sess *session, e *entry, name []byte, items [][]byte, nx bool, out []int64) error {
+// What adding one item to a cuckoo key did.
+const (
+	cfExists    int8 = iota // CF.ADDNX or CF.INSERTNX found it: 0
+	cfInserted              // 1
+	cfNoSpace               // "Filter is full", or -1 in an array
+	cfNoMemory              // "ERR Insufficient memory", or -1 in an array
+	cfLogFailed             // the append-only log could not take the change
+)
+
+// cfAdds adds items (each only if absent, with nx) to the cuckoo key
+// name, at most hashesPerRecord of them, and sets out[i] to what each did.
+// The adds, their numbers and their record are one step under the key's
+// lock (cuckoo_log.go says why); then the change is committed. An add that
+// changed nothing is not logged, but what it saw may be another client's
+// add, whose record is in the log before the lock was released: the reply
+// waits for the log's tail.
+func (s *Server) cfAdds(sess *session, e *entry, name []byte, items [][]byte, nx bool, out []int8) error {
 	log := s.store.log
 	var hs [hashesPerRecord]uint64
 	n := 0
+	for i, item := range items {
+		hs[i] = redisbloom.CuckooHash(item) // outside the lock
+	}
 	sess.lockEntry(e)
 	first := e.seq + 1
-	for i, item := range items {
-		h := e.hash(item)
-		if nx && e.counting.CountHash(h) > 0 {
-			out[i] = 0
-			continue
+	for i := range items {
+		h := hs[i]
+		ok, err := true, error(nil)
+		if nx {
+			ok, err = e.cf.AddUniqueHash(h)
+		} else {
+			err = e.cf.AddHash(h)
 		}
-		e.counting.AddHash(h)
-		e.items.Add(1)
-		e.seq++
-		hs[n] = h
-		n++
-		out[i] = 1
+		switch {
+		case errors.Is(err, redisbloom.ErrCuckooFull):
+			out[i] = cfNoSpace
+		case err != nil:
+			out[i] = cfNoMemory
+		case !ok:
+			out[i] = cfExists
+		default:
+			out[i] = cfInserted
+			hs[n] = h // n ≤ i: the hashes still to add are after it
+			n++
+		}
 	}
 	var pos uint64
 	if n > 0 {
+		e.seq += uint64(n)
 		e.markDirty()
 		if log != nil {
-			pos = log.appendHashes(recCountingAdd, name, first, hs[:n])
+			pos = log.appendCuckoo(recCuckooAdd, name, first, hs[:n])
 		}
 	} else if log != nil {
-		// Nothing changed, but what CF.ADDNX saw may be another
-		// client's add whose record is not yet durable.
 		pos = log.tail.Load()
 	}
 	sess.unlockEntry(e)
-	return s.commit(sess, pos)
+	err := s.commit(sess, pos)
+	if err != nil {
+		for i := range items {
+			out[i] = cfLogFailed
+		}
+	}
+	return err
+}
+
+// cfAddReply answers what one add did (cfInsertCommon's switch): multi is
+// CF.INSERT and CF.INSERTNX, whose failures are array elements; the
+// insert-NX form answers integers in both protocols.
+func cfAddReply(w replier, r int8, nx, multi bool, logErr string) {
+	boolean := w.Proto() == 3 && (!nx || !multi)
+	switch r {
+	case cfInserted, cfExists:
+		if boolean {
+			w.WriteBool(r == cfInserted)
+		} else {
+			w.WriteInt64(int64(r))
+		}
+	case cfNoSpace, cfNoMemory:
+		switch {
+		case !multi && r == cfNoSpace:
+			w.WriteError(errCFFull)
+		case !multi:
+			w.WriteError(errCFNoMemory)
+		case w.Proto() == 3 && !nx:
+			w.WriteBool(false)
+		default:
+			w.WriteInt64(-1)
+		}
+	default:
+		w.WriteError(logErr)
+	}
+}
+
+// cfAddCommon is cfInsertCommon: the key (created with capacity unless
+// NOCREATE), RedisBloom's refusal of a key with cf-max-expansions
+// sub-filters, then each item.
+func (s *Server) cfAddCommon(sess *session, w replier, args [][]byte, items [][]byte, create bool, capacity int64, multi bool) {
+	if msg := s.store.writeRefusal(); msg != "" {
+		w.WriteError(msg)
+		return
+	}
+	name := args[1]
+	nx := lower(args[0][len(args[0])-1]) == 'x'
+	e := s.cfWriteEntry(sess, w, name, create, capacity)
+	if e == nil {
+		return
+	}
+	if e.kind == kindCounting {
+		s.legacyAdd(sess, w, e, name, items, nx, multi)
+		return
+	}
+	if e.cf.Info().Filters >= redisbloom.CuckooDefaultMaxExpansions {
+		w.WriteError(errCFMaxExpansions)
+		return
+	}
+	if multi {
+		w.WriteArray(len(items))
+	}
+	for rest := items; len(rest) > 0; {
+		group := rest[:min(len(rest), hashesPerRecord)]
+		rest = rest[len(group):]
+		var out [hashesPerRecord]int8
+		logErr := ""
+		if err := s.cfAdds(sess, e, name, group, nx, out[:]); err != nil {
+			logErr = logFailed(err)
+		}
+		for _, r := range out[:len(group)] {
+			cfAddReply(w, r, nx, multi, logErr)
+		}
+	}
 }
 
 // cmdCFAdd is CF.ADD and CF.ADDNX (CFAdd_RedisCommand, told apart by the
 // last letter of the name): a boolean in RESP3.
 func cmdCFAdd(s *Server, sess *session, w replier, args [][]byte) {
-	if msg := s.store.writeRefusal(); msg != "" {
-		w.WriteError(msg)
-		return
-	}
-	e := s.countingEntry(sess, w, args[1], true, cfDefaultCapacity)
-	if e == nil {
-		return
-	}
-	var out [1]int64
-	if err := s.countingAdds(sess, e, args[1], args[2:3], lower(args[0][len(args[0])-1]) == 'x', out[:]); err != nil {
-		w.WriteError(logFailed(err))
-		return
-	}
-	w.WriteBool(out[0] == 1)
+	s.cfAddCommon(sess, w, args, args[2:3], true, cfDefaultCapacity, false)
 }
 
 // cmdCFInsert is CF.INSERT and CF.INSERTNX (CFInsert_RedisCommand), its
@@ -244,10 +294,6 @@ func cmdCFAdd(s *Server, sess *session, w replier, args [][]byte) {
 // any word starting with N is NOCREATE. CF.INSERT answers booleans in
 // RESP3, CF.INSERTNX integers in both protocols, as RedisBloom does.
 func cmdCFInsert(s *Server, sess *session, w replier, args [][]byte) {
-	if msg := s.store.writeRefusal(); msg != "" {
-		w.WriteError(msg)
-		return
-	}
 	capacity, create, items := int64(cfDefaultCapacity), true, -1
 	for i := 2; i < len(args) && items < 0; {
 		switch lower(at(args[i], 0)) {
@@ -281,36 +327,15 @@ func cmdCFInsert(s *Server, sess *session, w replier, args [][]byte) {
 		w.WriteError(wrongArity(args[0]))
 		return
 	}
-	e := s.countingEntry(sess, w, args[1], create, capacity)
-	if e == nil {
-		return
-	}
-	nx := lower(args[0][len(args[0])-1]) == 'x'
-	w.WriteArray(len(args) - items)
-	for rest := args[items:]; len(rest) > 0; {
-		group := rest[:min(len(rest), hashesPerRecord)]
-		rest = rest[len(group):]
-		var out [hashesPerRecord]int64
-		err := s.countingAdds(sess, e, args[1], group, nx, out[:])
-		for i := range group {
-			switch {
-			case err != nil:
-				w.WriteError(logFailed(err))
-			case nx:
-				w.WriteInt64(out[i])
-			default:
-				w.WriteBool(out[i] == 1)
-			}
-		}
-	}
+	s.cfAddCommon(sess, w, args, args[items:], create, capacity, true)
 }
 
 // cmdCFExists is CF.EXISTS, CF.MEXISTS and CF.COUNT (CFCheck_RedisCommand):
 // a key that is missing or holds another type answers 0 (false) for every
-// item; CF.COUNT answers integers in both protocols.
+// item; CF.COUNT answers integers in both protocols. Tests take no lock.
 func cmdCFExists(s *Server, _ *session, w replier, args [][]byte) {
 	e := s.store.getBytes(args[1])
-	if e != nil && e.kind != kindCounting {
+	if e != nil && !e.kind.isCF() {
 		e = nil
 	}
 	count := lower(args[0][len(args[0])-1]) == 't'
@@ -319,50 +344,52 @@ func cmdCFExists(s *Server, _ *session, w replier, args [][]byte) {
 	}
 	for _, item := range args[2:] {
 		switch {
-		case count && e == nil:
+		case e == nil && count:
 			w.WriteInt64(0)
+		case e == nil:
+			w.WriteBool(false)
+		case e.kind == kindCounting:
+			legacyCheck(w, e, item, count)
 		case count:
-			w.WriteInt64(int64(e.counting.Count(item)))
+			w.WriteInt64(int64(e.cf.Count(item)))
 		default:
-			w.WriteBool(e != nil && e.counting.Test(item))
+			w.WriteBool(e.cf.Test(item))
 		}
 	}
 }
 
-// cmdCFDel deletes one occurrence of an item: it replies 1 when the item
-// tests present and the key's item count (adds minus deletes) is above 0,
-// and 0 otherwise, changing nothing. So the count never goes below 0, and
-// an item added n times is deleted n times, as in RedisBloom, even when its
-// counters saturated at 15: those stay at 15 (a counter that reached 15 no
-// longer knows how many items it counts), so such an item still tests
-// present after its last delete, where RedisBloom would say absent. A key
-// that is missing or of another type is "Not found", RedisBloom's text.
+// cmdCFDel is CFDel_RedisCommand: "Not found" for a key that is missing
+// or of another type; else 1 (true) when a copy of the item's fingerprint
+// was removed, 0 (false) when there was none.
 func cmdCFDel(s *Server, sess *session, w replier, args [][]byte) {
 	if msg := s.store.writeRefusal(); msg != "" {
 		w.WriteError(msg)
 		return
 	}
 	e := s.store.getBytes(args[1])
-	if e == nil || e.kind != kindCounting {
+	if e == nil || !e.kind.isCF() {
 		w.WriteError(errCFNotFound)
 		return
 	}
 	if !sess.holdOnLoop(e) {
 		return
 	}
-	h := e.hash(args[2])
-	deleted := false
+	if e.kind == kindCounting {
+		s.legacyDel(sess, w, e, args[1], args[2])
+		return
+	}
+	h := redisbloom.CuckooHash(args[2])
 	var pos uint64
 	sess.lockEntry(e)
-	if e.counting.CountHash(h) > 0 && e.decrementItems() {
-		e.counting.RemoveHash(h) // present, so it removes
-		e.deletes.Add(1)
+	deleted := e.cf.DeleteHash(h)
+	if deleted {
 		e.seq++
 		e.markDirty()
 		if s.store.log != nil {
-			pos = s.store.log.appendRemove(args[1], e.seq, h)
+			pos = s.store.log.appendCuckoo(recCuckooDelete, args[1], e.seq, []uint64{h})
 		}
-		deleted = true
+	} else if s.store.log != nil {
+		pos = s.store.log.tail.Load() // what it saw absent may be a delete not yet durable
 	}
 	sess.unlockEntry(e)
 	if err := s.commit(sess, pos); err != nil {
@@ -372,35 +399,171 @@ func cmdCFDel(s *Server, sess *session, w replier, args [][]byte) {
 	w.WriteBool(deleted)
 }
 
-// cmdCFInfo is CFInfo_RedisCommand's reply, with the counting filter's
-// own numbers: its blocks are the buckets, its counters per block the
-// bucket size; it does not expand and never relocates, so both are 0.
-func cmdCFInfo(s *Server, _ *session, w replier, args [][]byte) {
+// cmdCFCompact is CFCompact_RedisCommand: fingerprints move to older
+// sub-filters, emptied newest ones go, and the delete count resets.
+func cmdCFCompact(s *Server, sess *session, w replier, args [][]byte) {
+	if msg := s.store.writeRefusal(); msg != "" {
+		w.WriteError(msg)
+		return
+	}
 	e := s.store.getBytes(args[1])
+	if e == nil || !e.kind.isCF() {
+		w.WriteError(errCFCompactNotFound)
+		return
+	}
+	if e.kind == kindCounting {
+		w.WriteString("OK") // a counting filter has nothing to move
+		return
+	}
+	if !sess.holdOnLoop(e) {
+		return
+	}
+	var pos uint64
+	sess.lockEntry(e)
+	e.cf.Compact()
+	e.seq++
+	e.markDirty()
+	if s.store.log != nil {
+		pos = s.store.log.appendCuckoo(recCuckooCompact, args[1], e.seq, nil)
+	}
+	sess.unlockEntry(e)
+	if err := s.commit(sess, pos); err != nil {
+		w.WriteError(logFailed(err))
+		return
+	}
+	w.WriteString("OK")
+}
+
+// cfInfo is what CF.INFO and CF.DEBUG report about a CF key.
+func (e *entry) cfInfo() redisbloom.CuckooInfo {
+	if e.kind == kindCounting {
+		return legacyInfo(e)
+	}
+	return e.cf.Info()
+}
+
+// cfKeyOrError looks a CF key up for CF.INFO and CF.DEBUG, answering
+// RedisBloom's statusStrerror when there is none.
+func (s *Server) cfKeyOrError(w replier, name []byte) *entry {
+	e := s.store.getBytes(name)
 	switch {
 	case e == nil:
 		w.WriteError(errNotFound)
-		return
-	case e.kind != kindCounting:
+		return nil
+	case !e.kind.isCF():
 		w.WriteError(wrongType)
+		return nil
+	}
+	return e
+}
+
+// cmdCFInfo is CFInfo_RedisCommand's reply.
+func cmdCFInfo(s *Server, _ *session, w replier, args [][]byte) {
+	e := s.cfKeyOrError(w, args[1])
+	if e == nil {
 		return
 	}
+	in := e.cfInfo()
 	info := [...]struct {
 		name  string
 		value uint64
 	}{
-		{"Size", e.sizeBytes()},
-		{"Number of buckets", e.counting.Blocks()},
-		{"Number of filters", 1},
-		{"Number of items inserted", e.items.Load()},
-		{"Number of items deleted", e.deletes.Load()},
-		{"Bucket size", e.counting.Counters() / e.counting.Blocks()},
-		{"Expansion rate", 0},
-		{"Max iterations", 0},
+		{"Size", in.Size},
+		{"Number of buckets", in.Buckets},
+		{"Number of filters", in.Filters},
+		{"Number of items inserted", in.Items},
+		{"Number of items deleted", in.Deleted},
+		{"Bucket size", in.BucketSize},
+		{"Expansion rate", in.Expansion},
+		{"Max iterations", in.MaxIterations},
 	}
 	w.WriteMap(len(info))
 	for _, f := range info {
 		w.WriteString(f.name)
 		w.WriteInt64(int64(f.value))
 	}
+}
+
+// cmdCFDebug is CFDebug_RedisCommand: the filter's numbers in one bulk
+// string.
+func cmdCFDebug(s *Server, _ *session, w replier, args [][]byte) {
+	e := s.cfKeyOrError(w, args[1])
+	if e == nil {
+		return
+	}
+	in := e.cfInfo()
+	w.WriteBulkString(fmt.Sprintf("bktsize:%d buckets:%d items:%d deletes:%d filters:%d max_iterations:%d expansion:%d",
+		in.BucketSize, in.Buckets, in.Items, in.Deleted, in.Filters, in.MaxIterations, in.Expansion))
+}
+
+// cfLoadHeader makes the key name of a CF.LOADCHUNK header chunk
+// (CFHeader_Load): a filter of that shape, checked as RedisBloom checks it
+// and within max-filter-bytes, its slots empty until the data chunks come.
+// The load counts against the upload limits until the chunk that ends at
+// its last byte. Nothing is allocated for the slots yet.
+func (s *Server) cfLoadHeader(sess *session, w replier, name, header []byte) {
+	if len(header) != redisbloom.CuckooHeaderSize {
+		w.WriteError(errCFInvalidHeader)
+		return
+	}
+	f, err := redisbloom.NewAtomicCuckooFromHeader(header, s.cfg.MaxFilterBytes)
+	switch {
+	case errors.Is(err, redisbloom.ErrCuckooTooLarge):
+		w.WriteError(fmt.Sprintf("ERR the dump's filter takes more than max-filter-bytes (%d)", s.cfg.MaxFilterBytes))
+		return
+	case err != nil:
+		w.WriteError(errCFBadHeader)
+		return
+	}
+	in := f.Info()
+	total := in.Size - 40 - 16*in.Filters // the slots' bytes (CuckooInfo.Size)
+	if msg := s.store.uploads.startRB(string(name), total, sess); msg != "" {
+		w.WriteError(msg)
+		return
+	}
+	e, created, pos, err := s.store.getOrCreateLogged(string(name), func() (*entry, error) {
+		return &entry{kind: kindCuckoo, cf: f}, nil
+	})
+	switch {
+	case err != nil:
+		w.WriteError("ERR " + oneLine(err.Error()))
+	case !created && e.kind.isCF():
+		w.WriteError(errItemExists) // made meanwhile
+	case !created:
+		w.WriteError(wrongType)
+	default:
+		if err := s.commit(sess, pos); err != nil {
+			w.WriteError(logFailed(err))
+			return
+		}
+		w.WriteString("OK")
+	}
+}
+
+// cfLoadChunk writes a data chunk into a cuckoo key, as
+// CF_LoadEncodedChunk does, and logs it under the key's lock.
+func (s *Server) cfLoadChunk(sess *session, w replier, e *entry, name []byte, iter int64, data []byte) {
+	log := s.store.log
+	var pos uint64
+	sess.lockEntry(e)
+	err := e.cf.LoadChunk(iter, data)
+	if err == nil {
+		e.markDirty()
+		if log != nil {
+			var n uint64
+			pos, n = log.appendCuckooChunk(name, e.seq+1, iter, data)
+			e.seq += n
+		}
+	}
+	sess.unlockEntry(e)
+	if err != nil {
+		w.WriteError(errCFBadChunk)
+		return
+	}
+	if err := s.commit(sess, pos); err != nil {
+		w.WriteError(logFailed(err))
+		return
+	}
+	s.store.uploads.continuedRB(string(name), uint64(iter)-1)
+	w.WriteString("OK")
 }

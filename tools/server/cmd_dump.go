@@ -78,7 +78,7 @@ const (
 	errRBChunkTooBig  = "ERR invalid chunk - Too big for current filter"
 	errNotRedisBloom  = "ERR this key holds an ohbloom filter, which loads only its own dumps (iterators from its BF.SCANDUMP)"
 	errDumpDropped    = "ERR no dump in progress for this iterator (finished, idle too long, or dropped to bound memory): start again at iterator 0"
-	errCuckooDump     = "ERR ohbloom cannot load RedisBloom's cuckoo filter dumps: its CF keys are counting filters (see docs/server.md)"
+	errCuckooDump     = "ERR this CF key is a counting filter written by an older ohbloom, which loads only its own dumps (iterators from its CF.SCANDUMP)"
 	ohbloomIterators  = 1 << dumpIDShift // the least iterator of an ohbloom dump
 	redisBloomHeaders = 1                // the iterator of a RedisBloom header chunk
 )
@@ -99,12 +99,23 @@ func cmdScanDump(s *Server, _ *session, w replier, args [][]byte) {
 		w.WriteError(errNotFound)
 		return
 	}
-	if (e.kind == kindCounting) != cf {
+	if e.kind.isCF() != cf {
 		w.WriteError(wrongType)
 		return
 	}
 	if !ok {
 		w.WriteError(errScanDumpIter)
+		return
+	}
+	if e.kind == kindCuckoo {
+		next, chunk := e.cf.ScanDump(iter, nil)
+		w.WriteArray(2)
+		w.WriteInt64(next)
+		if next == 0 {
+			w.WriteNull() // an empty filter, or past the end: RedisBloom's nil
+		} else {
+			w.WriteBulk(chunk)
+		}
 		return
 	}
 	if e.kind == kindRedisBloom {
@@ -188,12 +199,16 @@ func cmdLoadChunk(s *Server, sess *session, w replier, args [][]byte) {
 		switch {
 		case e == nil && fam == "bf" && iter == redisBloomHeaders:
 			s.rbLoadHeader(sess, w, args[1], args[3])
+		case e == nil && iter == redisBloomHeaders:
+			s.cfLoadHeader(sess, w, args[1], args[3])
 		case e == nil:
 			w.WriteError(errNotFound)
-		case (e.kind == kindCounting) != (fam == "cf"):
+		case e.kind.isCF() != (fam == "cf"):
 			w.WriteError(wrongType)
 		case fam == "cf" && iter == redisBloomHeaders:
 			w.WriteError(errItemExists) // CFLoadChunk_RedisCommand's header on a key
+		case e.kind == kindCuckoo:
+			s.cfLoadChunk(sess, w, e, args[1], iter, args[3])
 		case fam == "cf":
 			w.WriteError(errCuckooDump)
 		case e.kind == kindRedisBloom:
@@ -241,7 +256,7 @@ func (s *Server) rbLoadHeader(sess *session, w replier, name, header []byte) {
 		w.WriteError("ERR " + oneLine(err.Error()))
 	case !created && e.kind == kindRedisBloom:
 		s.rbLoadChunk(sess, w, e, name, redisBloomHeaders, header) // made meanwhile: as RedisBloom, a chunk
-	case !created && e.kind == kindCounting:
+	case !created && e.kind.isCF():
 		w.WriteError(wrongType)
 	case !created:
 		w.WriteError(errNotRedisBloom)
@@ -346,7 +361,7 @@ func (s *Server) loadOhbloomChunk(sess *session, w replier, key []byte, fam stri
 	case r.Len() != 0:
 		w.WriteError("ERR invalid dump: bytes after the filter")
 		return
-	case (e.kind == kindCounting) != (fam == "cf"):
+	case e.kind.isCF() != (fam == "cf"):
 		w.WriteError(wrongType)
 		return
 	case e.sizeBytes() > s.cfg.MaxFilterBytes:

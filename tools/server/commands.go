@@ -1,6 +1,7 @@
 package server
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"strconv"
@@ -88,6 +89,8 @@ func init() {
 		"cf.count":     {arity: 3, run: cmdCFExists},
 		"cf.del":       {arity: 3, run: cmdCFDel},
 		"cf.info":      {arity: 2, run: cmdCFInfo},
+		"cf.debug":     {arity: 2, run: cmdCFDebug},
+		"cf.compact":   {arity: 2, slow: true, run: cmdCFCompact},
 		"cf.scandump":  {arity: 3, slow: true, run: cmdScanDump},
 		"cf.loadchunk": {arity: 4, slow: true, run: cmdLoadChunk},
 	}
@@ -102,7 +105,7 @@ const (
 	defaultErrorRate    = 0.01
 	defaultBFCapacity   = 100
 	defaultExpansion    = 2
-	countingErrorRate   = 0.01 // a CF key's rate: RedisBloom's cuckoo filters have about 1-3%
+	countingErrorRate   = 0.01 // the rate of a legacy CF key (cmd_cf_legacy.go)
 	wrongType           = "WRONGTYPE Operation against a key holding the wrong kind of value"
 	errNotFound         = "ERR not found"
 	errItemExists       = "ERR item exists"
@@ -235,3 +238,33 @@ func parseRate(b []byte) (float64, bool) {
 }
 
 func oneLine(s string) string { return strings.NewReplacer("\r", " ", "\n", " ").Replace(s) }
+
+// reserve creates the key with build and answers BF.RESERVE or CF.RESERVE
+// (cf): OK, or RedisBloom's error for a key that exists, of either type.
+func (s *Server) reserve(sess *session, w replier, name []byte, cf bool, build func() (*entry, error)) {
+	if len(name) > maxKeyBytes {
+		w.WriteError(errKeyTooLong)
+		return
+	}
+	if msg := s.store.writeRefusal(); msg != "" {
+		w.WriteError(msg)
+		return
+	}
+	e, created, pos, err := s.store.getOrCreateLogged(string(name), build)
+	if err == nil {
+		err = s.commit(sess, pos)
+		if err != nil {
+			err = errors.New(logFailed(err))
+		}
+	}
+	switch {
+	case err != nil:
+		w.WriteError(err.Error())
+	case !created && e.kind.isCF() != cf:
+		w.WriteError(wrongType)
+	case !created:
+		w.WriteError(errItemExists)
+	default:
+		w.WriteString("OK")
+	}
+}

@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -103,8 +104,9 @@ type ack struct {
 // 16 in flight on each, until stop says so after an acknowledgement, then
 // kills the server and returns what was acknowledged and when the kill
 // happened.
-func loadUntil(t *testing.T, cmd *exec.Cmd, addr string, round int, stop func(acks []ack) bool) ([]ack, time.Time) {
+func loadUntil(t *testing.T, cmd *exec.Cmd, addr string, round int, stop func(acks []ack) bool) ([]ack, time.Time, int64) {
 	const conns, inFlight, batch = 4, 16, 50
+	var cfSent atomic.Int64 // CF items written to a connection
 	var mu sync.Mutex
 	var acks []ack
 	var killedAt time.Time
@@ -172,6 +174,9 @@ func loadUntil(t *testing.T, cmd *exec.Cmd, addr string, round int, stop func(ac
 					}
 				}
 				w.WriteString(b.String())
+				if a.cf {
+					cfSent.Add(batch)
+				}
 				if n%4 == 0 {
 					if w.Flush() != nil {
 						return
@@ -221,12 +226,15 @@ func loadUntil(t *testing.T, cmd *exec.Cmd, addr string, round int, stop func(ac
 	}
 	wg.Wait()
 	cmd.Wait()
-	return acks, killedAt
+	return acks, killedAt, cfSent.Load()
 }
 
 // checkAcked starts a server on dir and checks that every acknowledged item
 // acknowledged before deadline is there.
-func checkAcked(t *testing.T, dir, policy string, acks []ack, deadline time.Time) int {
+//
+// The CF key's items, each added once, must number at most cfSent: a
+// change replayed twice (over a snapshot that held it) would count twice.
+func checkAcked(t *testing.T, dir, policy string, acks []ack, deadline time.Time, cfSent int64) int {
 	t.Helper()
 	_, addr := serverProcess(t, dir, policy, -1)
 	c := dial(t, addr)
@@ -257,6 +265,18 @@ func checkAcked(t *testing.T, dir, policy string, acks []ack, deadline time.Time
 		}
 		checked += len(a.items)
 	}
+	if cfSent > 0 {
+		c.Write([]byte(resp("CF.DEBUG", "cf")))
+		c.line(t)
+		debug := c.line(t)
+		var items int64
+		if i := strings.Index(debug, " items:"); i >= 0 {
+			items, _ = strconv.ParseInt(strings.Fields(debug[i+7:])[0], 10, 64)
+		}
+		if items < 1 || items > cfSent {
+			t.Fatalf("after the restart the CF key holds %d items (%q); %d were sent", items, debug, cfSent)
+		}
+	}
 	return checked
 }
 
@@ -279,8 +299,8 @@ func TestKill9DuringPipelinedLoad(t *testing.T) {
 		c.do(t, "BF.RESERVE", "bf", "0.01", "100000")
 		c.do(t, "CF.RESERVE", "cf", "100000")
 		want := 20 + rng.IntN(300)
-		acks, killedAt := loadUntil(t, cmd, addr, round, func(acks []ack) bool { return len(acks) >= want })
-		n := checkAcked(t, dir, "always", acks, killedAt)
+		acks, killedAt, cfSent := loadUntil(t, cmd, addr, round, func(acks []ack) bool { return len(acks) >= want })
+		n := checkAcked(t, dir, "always", acks, killedAt, cfSent)
 		if n == 0 {
 			t.Fatalf("round %d: nothing acknowledged", round)
 		}
@@ -296,10 +316,10 @@ func TestKill9DuringPipelinedLoad(t *testing.T) {
 		c := dial(t, addr)
 		c.do(t, "BF.RESERVE", "bf", "0.01", "1000000")
 		c.do(t, "CF.RESERVE", "cf", "1000000")
-		acks, killedAt := loadUntil(t, cmd, addr, rounds+round, func(acks []ack) bool {
+		acks, killedAt, cfSent := loadUntil(t, cmd, addr, rounds+round, func(acks []ack) bool {
 			return acks[len(acks)-1].at.Sub(acks[0].at) > 2500*time.Millisecond
 		})
-		n := checkAcked(t, dir, "everysec", acks, killedAt.Add(-2*time.Second))
+		n := checkAcked(t, dir, "everysec", acks, killedAt.Add(-2*time.Second), cfSent)
 		if n == 0 {
 			t.Fatalf("everysec round %d: nothing acknowledged 2 s before the kill", round)
 		}

@@ -210,6 +210,7 @@ var keySpecs = map[string]keySpec{
 	"cf.insertnx": {keys: keysFirst, create: true}, "cf.loadchunk": {keys: keysFirst, create: true},
 	"cf.exists": {keys: keysFirst}, "cf.mexists": {keys: keysFirst}, "cf.count": {keys: keysFirst},
 	"cf.del": {keys: keysFirst}, "cf.info": {keys: keysFirst}, "cf.scandump": {keys: keysFirst},
+	"cf.compact": {keys: keysFirst}, "cf.debug": {keys: keysFirst},
 }
 
 // addClaim adds what the command args (name already looked up) touches to

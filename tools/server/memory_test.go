@@ -302,7 +302,7 @@ func TestRestartCostsTheDataNotMore(t *testing.T) {
 		st.get("fixed").fixed.AddHash(rng.Uint64())
 	}
 	for range 4_000_000 / 4 {
-		st.get("counting").counting.AddHash(rng.Uint64())
+		st.get("counting").cf.AddHash(rng.Uint64())
 	}
 	for _, key := range []string{"scalable", "fixed"} {
 		do("BF.ADD", key, "known")

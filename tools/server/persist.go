@@ -48,12 +48,15 @@ package server
 //     each key's dirty flag, then writes it. So a record in an old segment
 //     was appended before the rotation, its key was marked dirty before the
 //     flag was cleared, and the change is in the file written after.
-//   - CF adds and removes are not idempotent (counters). Each CF change
-//     takes the next number of its key (entry.seq) and appends its record
-//     under the key's lock, and the snapshot of a CF key is written under
-//     that lock with the seq it holds: replay skips records whose number
-//     is not above the snapshot's. That is exact whatever the order of
-//     rotation and snapshot, and also when a save dies halfway.
+//   - CF changes are not idempotent (a cuckoo filter stores one more copy
+//     per add and may move fingerprints, grow or compact; a legacy
+//     counting key's counters; a RedisBloom BF key's growth and counts,
+//     likewise). Each such change takes the next number of its key
+//     (entry.seq) and appends its record under the key's lock, and the
+//     snapshot of such a key is written under that lock with the seq it
+//     holds: replay skips records whose number is not above the
+//     snapshot's. That is exact whatever the order of rotation and
+//     snapshot, and also when a save dies halfway.
 //   - A creation (BF.RESERVE, CF.RESERVE, an add that creates) and a
 //     LOADCHUNK are logged under the keyspace lock before the key becomes
 //     visible, so no record of the key precedes them. Replaying one
@@ -307,6 +310,7 @@ func (s *store) load() error {
 	}
 	s.limitAll()
 	s.indexAll()
+	s.noteLegacyCF()
 	s.man = &manifest{dir: s.dir, logger: s.logger}
 	if ms == nil {
 		st := manifestState{saved: s.lastSave.Load(), first: 1, last: 0, ended: map[uint64]int64{}}

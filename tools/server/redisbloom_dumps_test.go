@@ -349,7 +349,7 @@ func TestRedisBloomLoadChunkChecks(t *testing.T) {
 		{[]string{"BF.LOADCHUNK", "ohb", "1", string(header)}, "-" + errNotRedisBloom},
 		{[]string{"CF.ADD", "cf", "a"}, ":1"},
 		{[]string{"CF.LOADCHUNK", "cf", "1", "a"}, "-ERR item exists"},
-		{[]string{"CF.LOADCHUNK", "cf", "2", "a"}, "-" + errCuckooDump},
+		{[]string{"CF.LOADCHUNK", "cf", "2", "a"}, "+OK"}, // a cuckoo key: byte 0 of its slots
 		{[]string{"CF.LOADCHUNK", "none", "2", "a"}, "-ERR not found"},
 	} {
 		if got := c.do(t, x.args...); got != x.want {

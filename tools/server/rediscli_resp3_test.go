@@ -71,7 +71,7 @@ func TestRedisCLIBothProtocols(t *testing.T) {
 		}
 	}
 	info := run("-3", "CF.INFO", "c")
-	if !strings.HasPrefix(info, "1# Size => (integer) ") || !strings.Contains(info, "8# Max iterations => (integer) 0") {
+	if !strings.HasPrefix(info, "1# Size => (integer) ") || !strings.Contains(info, "8# Max iterations => (integer) 20") {
 		t.Errorf("redis-cli -3 CF.INFO: %q", info)
 	}
 }

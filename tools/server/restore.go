@@ -106,10 +106,10 @@ func (s *store) loadRecords(paths []string) error {
 	for _, r := range out {
 		r.e.onDisk = true
 		s.keys[r.key] = r.e
-		grown = grown || r.e.kind == kindRedisBloom
+		grown = grown || r.e.kind == kindRedisBloom || r.e.kind == kindCuckoo
 	}
 	if grown {
-		// The decoder of RedisBloom keys still grows their filters as the
+		// The decoders of RedisBloom and cuckoo keys grow their filters as the
 		// bytes arrive: return what it left behind now rather than when
 		// the runtime's scavenger gets to it.
 		debug.FreeOSMemory()

@@ -3,8 +3,8 @@
 // redis-py, Jedis) can share a filter unchanged.
 //
 // BF.* keys are scalable one-hash blocked filters (NONSCALING: a fixed
-// filter), CF.* keys counting filters, so that CF.DEL works; keys loaded
-// from a RedisBloom dump hold RedisBloom's own filter. docs/server.md says
+// filter), CF.* keys RedisBloom's cuckoo filter, bit for bit; BF keys
+// loaded from a RedisBloom dump hold RedisBloom's own filter. docs/server.md says
 // what differs from RedisBloom and why. Filters are saved crash-safely
 // to a data directory, with an append-only log of the changes between
 // saves, and restored on start (persist.go states the promise).

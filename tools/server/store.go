@@ -28,19 +28,25 @@ const (
 	kindScalable kind = 1
 	// kindFixed is a BF key made with NONSCALING: full at its capacity.
 	kindFixed kind = 2
-	// kindCounting is a CF key: a counting filter, so that items can be
-	// deleted (RedisBloom uses a cuckoo filter there).
+	// kindCounting is a CF key written by an ohbloom before CF keys were
+	// cuckoo filters: a counting filter, kept as it is (cmd_cf_legacy.go).
 	kindCounting kind = 3
 	// kindRedisBloom is a BF key loaded from a RedisBloom dump
 	// (BF.LOADCHUNK of its header chunk): RedisBloom's own scalable
 	// classic filter, bit for bit, so that it answers, grows and dumps
 	// back exactly as it did there.
 	kindRedisBloom kind = 4
+	// kindCuckoo is a CF key: RedisBloom's cuckoo filter, bit for bit
+	// (cmd_cf.go).
+	kindCuckoo kind = 5
 )
+
+// isCF reports whether the key is a CF key (MBbloomCF).
+func (k kind) isCF() bool { return k == kindCuckoo || k == kindCounting }
 
 // typeName is what TYPE answers, RedisBloom's module type names.
 func (k kind) typeName() string {
-	if k == kindCounting {
+	if k.isCF() {
 		return "MBbloomCF"
 	}
 	return "MBbloom--"
@@ -53,6 +59,7 @@ type entry struct {
 	fixed     *ohbloom.AtomicFilter
 	counting  *ohbloom.AtomicCountingFilter
 	rb        *redisbloom.AtomicFilter
+	cf        *redisbloom.AtomicCuckooFilter
 	capacity  uint64  // as reserved
 	errorRate float64 // as reserved (CF keys: the counting filter's target)
 	seed      uint64  // the filter's hash seed (every stage shares it)
@@ -101,7 +108,7 @@ func (e *entry) initSeed() {
 
 // ordered reports whether the key's changes are numbered under mu (see
 // entry.mu).
-func (e *entry) ordered() bool { return e.kind == kindCounting || e.kind == kindRedisBloom }
+func (e *entry) ordered() bool { return e.kind != kindScalable && e.kind != kindFixed }
 
 // hash is the filter's hash of item, what the log records.
 func (e *entry) hash(item []byte) uint64 { return xxh3.HashSeed(item, e.seed) }
@@ -116,6 +123,8 @@ func (e *entry) sizeBytes() uint64 {
 		return e.fixed.SizeBytes()
 	case kindRedisBloom:
 		return e.rb.Info().Size
+	case kindCuckoo:
+		return e.cf.Info().Size
 	default:
 		return e.counting.SizeBytes()
 	}
@@ -150,6 +159,8 @@ func (e *entry) card() uint64 {
 		return e.scalable.Count()
 	case kindRedisBloom:
 		return e.rb.Info().Items
+	case kindCuckoo:
+		return e.cf.Info().Items
 	}
 	return e.items.Load()
 }
@@ -162,6 +173,8 @@ func (e *entry) writeFilter(w io.Writer) (int64, error) {
 		return e.fixed.WriteTo(w)
 	case kindRedisBloom:
 		return e.rb.WriteTo(w)
+	case kindCuckoo:
+		return writeCuckoo(w, e.cf)
 	default:
 		return e.counting.WriteTo(w)
 	}
@@ -175,6 +188,8 @@ func (e *entry) limit(maxFilterBytes uint64) {
 		e.scalable.SetMaxBytes(maxFilterBytes)
 	case kindRedisBloom:
 		e.rb.SetMaxBytes(maxFilterBytes)
+	case kindCuckoo:
+		e.cf.SetMaxBytes(maxFilterBytes)
 	}
 }
 
@@ -195,7 +210,8 @@ func (e *entry) decrementItems() bool {
 // The record of one key, on disk and in BF.SCANDUMP's chunks:
 //
 //	0   magic "OHBSRV" and version (big-endian): 0x0002; 0x0001 is read too
-//	8   kind (1 scalable, 2 fixed, 3 counting, 4 RedisBloom), 7 zero bytes
+//	8   kind (1 scalable, 2 fixed, 3 counting, 4 RedisBloom, 5 cuckoo),
+//	    7 zero bytes
 //	16  items, little-endian uint64 (scalable and RedisBloom keys: written
 //	    for a reader's information, read from the filter)
 //	24  deletes
@@ -208,7 +224,8 @@ func (e *entry) decrementItems() bool {
 //	64  the key (at 56 in version 1)
 //	    XXH3_64bits of everything above
 //	    the filter, as its WriteTo writes it (with its own checksum); for
-//	    a RedisBloom key, redisbloom.Filter's MarshalBinary format
+//	    a RedisBloom key, redisbloom.Filter's MarshalBinary format; for a
+//	    cuckoo key, writeCuckoo's (cmd_cf.go)
 const (
 	recordMagic   = "OHBSRV\x00\x02"
 	recordMagicV1 = "OHBSRV\x00\x01"
@@ -327,6 +344,8 @@ func readRecord(r io.Reader) (string, *entry, error) {
 		// its header claims.
 		e.rb = new(redisbloom.AtomicFilter)
 		_, err = e.rb.ReadFrom(r)
+	case kindCuckoo:
+		e.cf, err = readCuckoo(r)
 	default:
 		return "", nil, fmt.Errorf("%w: unknown kind %d", errCorrupt, e.kind)
 	}
