@@ -40,6 +40,7 @@ type goldenFilter struct {
 	Info         map[string]any `json:"info"`
 	AbsentProbes string         `json:"absent_probes"`
 	Positives    []int          `json:"absent_probes_positive"`
+	Counts       []int64        `json:"counts_first_1000_items"`
 	Payload      string         `json:"dump_payload"`
 }
 
@@ -131,17 +132,30 @@ func runCLI(args ...string) (int, string, string) {
 }
 
 // checkFilter checks that key, in the client's database, answers as
-// RedisBloom's filter f did and dumps back to its payload.
+// RedisBloom's filter f did and dumps back to its payload: every item
+// added present (a Bloom filter) or counted as RedisBloom counted it (a
+// cuckoo filter), the same false positives, the same INFO.
 func checkFilter(t *testing.T, c *redis.Client, key string, f *goldenFilter) {
 	t.Helper()
 	ctx := context.Background()
 	items := goldenRange(t, f.Items)
-	found, err := c.BFMExists(ctx, key, items...).Result()
-	if err != nil || slices.Contains(found, false) {
-		t.Fatalf("%s: an added item tests absent (%v)", key, err)
+	cf := f.Type == "MBbloomCF"
+	exists, info := "BF.MEXISTS", "BF.INFO"
+	if cf {
+		exists, info = "CF.MEXISTS", "CF.INFO"
+		for i, want := range f.Counts {
+			if n, err := c.CFCount(ctx, key, items[i]).Result(); err != nil || n != want {
+				t.Fatalf("%s: CF.COUNT of item %d: %d %v, RedisBloom's %d", key, i, n, err, want)
+			}
+		}
+	} else {
+		found, err := c.BFMExists(ctx, key, items...).Result()
+		if err != nil || slices.Contains(found, false) {
+			t.Fatalf("%s: an added item tests absent (%v)", key, err)
+		}
 	}
 	probes := goldenRange(t, f.AbsentProbes)
-	found, err = c.BFMExists(ctx, key, probes...).Result()
+	found, err := c.Do(ctx, append([]any{exists, key}, probes...)...).BoolSlice()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -154,15 +168,18 @@ func checkFilter(t *testing.T, c *redis.Client, key string, f *goldenFilter) {
 	if !slices.Equal(positives, f.Positives) {
 		t.Errorf("%s: false positives %v, RedisBloom's %v", key, positives, f.Positives)
 	}
-	info, err := c.Do(ctx, "BF.INFO", key).Slice()
+	in, err := c.Do(ctx, info, key).Slice()
 	if err != nil {
 		t.Fatal(err)
 	}
-	for i := 0; i+1 < len(info); i += 2 {
-		want := f.Info[info[i].(string)]
-		got := info[i+1]
+	if len(in) != 2*len(f.Info) {
+		t.Errorf("%s: %s %v, RedisBloom's %v", key, info, in, f.Info)
+	}
+	for i := 0; i+1 < len(in); i += 2 {
+		want := f.Info[in[i].(string)]
+		got := in[i+1]
 		if n, ok := got.(int64); ok && want != float64(n) || !ok && want != nil {
-			t.Errorf("%s: BF.INFO %s %v, RedisBloom's %v", key, info[i], got, want)
+			t.Errorf("%s: %s %s %v, RedisBloom's %v", key, info, in[i], got, want)
 		}
 	}
 	want, _ := base64.StdEncoding.DecodeString(f.Payload)
@@ -183,15 +200,11 @@ func TestImportRDB(t *testing.T) {
 	if code != ExitFailure {
 		t.Fatalf("exit %d\n%s%s", code, out, errOut)
 	}
-	// Refused by this server: databases other than 0, expiries and
-	// cuckoo filters (which it cannot hold yet).
+	// Refused by this server: databases other than 0, and expiries.
 	refused := map[string]string{
-		"bf:db3":         "ERR DB index is out of range",
-		"cf:db3":         "ERR DB index is out of range",
-		"bf:nonscaling":  "does not expire keys yet",
-		"cf:plain":       "cannot RESTORE RedisBloom's cuckoo filters",
-		"cf:b4":          "cannot RESTORE RedisBloom's cuckoo filters",
-		"cf:add-default": "cannot RESTORE RedisBloom's cuckoo filters",
+		"bf:db3":        "ERR DB index is out of range",
+		"cf:db3":        "ERR DB index is out of range",
+		"bf:nonscaling": "does not expire keys yet",
 	}
 	for key, why := range refused {
 		f := golden[key]
@@ -201,16 +214,16 @@ func TestImportRDB(t *testing.T) {
 			t.Errorf("no line %q...%q in\n%s", line, why, out)
 		}
 	}
-	if !strings.Contains(out, file+": 4 filters imported into "+addr+" (4 Bloom, 0 cuckoo); skipped 1 hash, 1 list, 1 set, 1 stream, 2 string, 1 zset; 6 not imported\n") {
+	if !strings.Contains(out, file+": 7 filters imported into "+addr+" (4 Bloom, 3 cuckoo); skipped 1 hash, 1 list, 1 set, 1 stream, 2 string, 1 zset; 3 not imported\n") {
 		t.Errorf("summary:\n%s", out)
 	}
-	if !strings.Contains(errOut, "6 keys of "+file+" were not imported") {
+	if !strings.Contains(errOut, "3 keys of "+file+" were not imported") {
 		t.Errorf("stderr: %s", errOut)
 	}
 	c := redis.NewClient(&redis.Options{Addr: addr, Protocol: 2})
 	defer c.Close()
 	ctx := context.Background()
-	if n, err := c.DBSize(ctx).Result(); err != nil || n != 4 {
+	if n, err := c.DBSize(ctx).Result(); err != nil || n != 7 {
 		t.Fatalf("DBSIZE %d %v", n, err)
 	}
 	for key, f := range golden {
@@ -221,16 +234,18 @@ func TestImportRDB(t *testing.T) {
 
 	// Again: the keys exist, and are kept unless --replace.
 	code, out, _ = runCLI("import-rdb", "--to", addr, "--db-map", "3:0", file)
-	if code != ExitFailure || strings.Count(out, "BUSYKEY Target key name already exists.") != 4 {
+	if code != ExitFailure || strings.Count(out, "BUSYKEY Target key name already exists.") != 7 {
 		t.Fatalf("a second import: exit %d\n%s", code, out)
 	}
 	// --db-map moves database 3's keys to 0.
-	if n, _ := c.Exists(ctx, "bf:db3").Result(); n != 1 {
-		t.Fatalf("--db-map 3:0: bf:db3 not imported\n%s", out)
+	for _, key := range []string{"bf:db3", "cf:db3"} {
+		if n, _ := c.Exists(ctx, key).Result(); n != 1 {
+			t.Fatalf("--db-map 3:0: %s not imported\n%s", key, out)
+		}
+		checkFilter(t, c, key, golden[key])
 	}
-	checkFilter(t, c, "bf:db3", golden["bf:db3"])
 	code, out, _ = runCLI("import-rdb", "--to", addr, "--db-map", "3:0", "--replace", file)
-	if code != ExitFailure || strings.Contains(out, "BUSYKEY") || !strings.Contains(out, ": 5 filters imported") {
+	if code != ExitFailure || strings.Contains(out, "BUSYKEY") || !strings.Contains(out, ": 9 filters imported") {
 		t.Fatalf("--replace: exit %d\n%s", code, out)
 	}
 }
@@ -323,7 +338,7 @@ func TestImportRDBAuth(t *testing.T) {
 	}
 	t.Setenv("REDISCLI_AUTH", "pw")
 	code, out, _ := runCLI("import-rdb", "--to", addr, goldenRDB)
-	if code != ExitFailure || !strings.Contains(out, ": 4 filters imported") {
+	if code != ExitFailure || !strings.Contains(out, ": 7 filters imported") {
 		t.Fatalf("REDISCLI_AUTH: exit %d\n%s", code, out)
 	}
 }

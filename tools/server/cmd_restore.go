@@ -50,7 +50,6 @@ const (
 	errBadDataFormat = "ERR Bad data format"
 	errNotInteger    = "ERR value is not an integer or out of range"
 	errSyntax        = "ERR syntax error"
-	errRestoreCF     = "ERR ohbloom cannot RESTORE RedisBloom's cuckoo filters (MBbloomCF) yet: its CF keys are counting filters (see docs/server.md)"
 	errRestoreTTL    = "ERR ohbloom serve does not expire keys yet: RESTORE with a TTL in the future is refused (give TTL 0)"
 )
 
@@ -101,6 +100,24 @@ func (s *Server) dumpPayload(sess *session, name string, e *entry) ([]byte, stri
 			return nil, "ERR internal error: the key's filter does not convert to RedisBloom's: " + oneLine(err.Error())
 		}
 		p := b.DumpPayload()
+		if uint64(len(p)) > limit {
+			return nil, tooLong(uint64(len(p)))
+		}
+		return p, ""
+	}
+	if e.kind == kindCuckoo {
+		// RedisBloom's payload, from the value its CFRdbSave writes (an
+		// empty filter too, which CF.SCANDUMP does not dump), with the
+		// strings encoded as Redis encodes them.
+		if n := e.cf.Info().Size; n > limit {
+			return nil, tooLong(n)
+		}
+		value := rdb.AppendModuleValue(nil, rdb.CuckooModuleID, e.cf.MarshalRDB())
+		c, err := rdb.DecodeCuckoo(value)
+		if err != nil {
+			return nil, "ERR internal error: the key's filter does not convert to RedisBloom's: " + oneLine(err.Error())
+		}
+		p := c.DumpPayload()
 		if uint64(len(p)) > limit {
 			return nil, tooLong(uint64(len(p)))
 		}
@@ -217,10 +234,7 @@ func (s *Server) entryFromPayload(p []byte) (*entry, string) {
 	case rdb.BloomTypeName:
 		return s.bloomFromValue(value)
 	case rdb.CuckooTypeName:
-		if _, err := rdb.DecodeCuckoo(value); err != nil {
-			return nil, badData(err)
-		}
-		return nil, errRestoreCF
+		return s.cuckooFromValue(value)
 	case ohbloomModule.Name():
 		return s.ohbloomFromValue(value)
 	}
@@ -257,6 +271,31 @@ func (s *Server) bloomFromValue(value []byte) (*entry, string) {
 	e := &entry{kind: kindRedisBloom, rb: f}
 	e.limit(s.cfg.MaxFilterBytes)
 	return e, ""
+}
+
+// cuckooFromValue makes a cuckoo key of a MBbloomCF value, as
+// RedisBloom's CFRdbLoad reads it: its shape checked as CF.LOADCHUNK
+// checks a header, its size against max-filter-bytes before any
+// sub-filter is allocated.
+func (s *Server) cuckooFromValue(value []byte) (*entry, string) {
+	if _, err := rdb.DecodeCuckoo(value); err != nil {
+		return nil, badData(err) // (its errors say where)
+	}
+	id, items, err := rdb.SplitModuleValue(value)
+	if err != nil {
+		return nil, badData(err)
+	}
+	f := new(redisbloom.AtomicCuckooFilter)
+	n, err := f.UnmarshalRDB(items, id.EncVer(), s.cfg.MaxFilterBytes)
+	switch {
+	case errors.Is(err, redisbloom.ErrCuckooTooLarge):
+		return nil, fmt.Sprintf("ERR the payload's filter takes more than max-filter-bytes (%d)", s.cfg.MaxFilterBytes)
+	case err != nil:
+		return nil, badData(err)
+	case n != len(items):
+		return nil, errBadDataFormat + ": bytes after the cuckoo filter"
+	}
+	return &entry{kind: kindCuckoo, cf: f}, ""
 }
 
 // ohbloomFromValue makes a key of ohbloom's own payload: its record.

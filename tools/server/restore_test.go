@@ -114,6 +114,59 @@ func checkRestoredBloom(t *testing.T, c *redis.Client, key string, f *rdbFilter)
 	}
 }
 
+// checkRestoredCuckoo checks that key answers as RedisBloom's cuckoo
+// filter f did: exactly its false positives among the absent probes, its
+// CF.COUNTs of the first 1000 items, its CF.INFO, and DUMP gives back its
+// payload.
+func checkRestoredCuckoo(t *testing.T, c *redis.Client, key string, f *rdbFilter) {
+	t.Helper()
+	ctx := context.Background()
+	probes := anys(redisbloomtest.Range(t, f.AbsentProbes))
+	var positives []int
+	for start := 0; start < len(probes); start += 5000 {
+		found, err := c.CFMExists(ctx, key, probes[start:min(len(probes), start+5000)]...).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, ok := range found {
+			if ok {
+				positives = append(positives, start+i)
+			}
+		}
+	}
+	if !slices.Equal(positives, f.Positives) {
+		t.Errorf("%s: false positives %v, RedisBloom's %v", key, positives, f.Positives)
+	}
+	items := anys(redisbloomtest.Range(t, f.Items))
+	p := c.Pipeline()
+	counts := make([]*redis.IntCmd, len(f.Counts))
+	for i := range counts {
+		counts[i] = p.CFCount(ctx, key, items[i])
+	}
+	if _, err := p.Exec(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for i, n := range counts {
+		if n.Val() != f.Counts[i] {
+			t.Errorf("%s: CF.COUNT of item %d: %d, RedisBloom's %d", key, i, n.Val(), f.Counts[i])
+			break
+		}
+	}
+	info, err := c.Do(ctx, "CF.INFO", key).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := infoMap(t, info); !sameInfo(got, f.Info) {
+		t.Errorf("%s: CF.INFO %v, RedisBloom's %v", key, got, f.Info)
+	}
+	if typ, err := c.Type(ctx, key).Result(); err != nil || typ != "MBbloomCF" {
+		t.Errorf("%s: TYPE %q %v", key, typ, err)
+	}
+	if d, err := c.Dump(ctx, key).Result(); err != nil || d != string(f.payload(t)) {
+		t.Errorf("%s: DUMP gave %d bytes (%v), RedisBloom's payload is %d", key, len(d), err, len(f.payload(t)))
+	}
+}
+
 // Every Bloom filter of the RDB golden data, restored from RedisBloom's
 // DUMP payload, answers as RedisBloom did and dumps back to its bytes, in
 // both protocols; RESTORE over it needs REPLACE.
@@ -124,11 +177,21 @@ func TestRestoreRedisBloomPayloads(t *testing.T) {
 			_, addr := start(t, Config{})
 			c := client(t, addr, func(o *redis.Options) { o.Protocol = proto })
 			ctx := context.Background()
-			blooms := 0
+			blooms, cuckoos := 0, 0
 			for i := range golden {
 				f := &golden[i]
 				p := f.payload(t)
-				if f.Type != rdb.BloomTypeName {
+				if f.Type == rdb.CuckooTypeName {
+					cuckoos++
+					if err := c.Restore(ctx, f.Key, 0, string(p)).Err(); err != nil {
+						t.Fatalf("%s: RESTORE: %v", f.Key, err)
+					}
+					checkRestoredCuckoo(t, c, f.Key, f)
+					wantErr(t, c.Restore(ctx, f.Key, 0, string(p)).Err(), "BUSYKEY Target key name already exists.")
+					if err := c.RestoreReplace(ctx, f.Key, 0, string(p)).Err(); err != nil {
+						t.Fatal(err)
+					}
+					checkRestoredCuckoo(t, c, f.Key, f)
 					continue
 				}
 				blooms++
@@ -153,11 +216,11 @@ func TestRestoreRedisBloomPayloads(t *testing.T) {
 				}
 				checkRestoredBloom(t, c, f.Key, f)
 			}
-			if blooms < 5 {
-				t.Fatalf("%d Bloom filters in the golden data", blooms)
+			if blooms < 5 || cuckoos < 4 {
+				t.Fatalf("%d Bloom and %d cuckoo filters in the golden data", blooms, cuckoos)
 			}
-			if n, err := c.DBSize(ctx).Result(); err != nil || n != int64(blooms) {
-				t.Fatalf("DBSIZE %d %v, want %d", n, err, blooms)
+			if n, err := c.DBSize(ctx).Result(); err != nil || n != int64(blooms+cuckoos) {
+				t.Fatalf("DBSIZE %d %v, want %d", n, err, blooms+cuckoos)
 			}
 		})
 	}
@@ -207,6 +270,11 @@ func TestRestoreErrors(t *testing.T) {
 	// The value cut short inside the filter's bits, framed with a right
 	// checksum: only the decoder can refuse it.
 	cut := rdb.AppendPayload(nil, rdb.TypeModule2, value[:len(value)-20])
+	_, cvalue, err := rdb.ParsePayload([]byte(cuckoo))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cuckooCut := string(rdb.AppendPayload(nil, rdb.TypeModule2, cvalue[:len(cvalue)-30]))
 	other, _ := rdb.NewModuleID("othermod1", 1)
 	_, addr := start(t, Config{})
 	c := dial(t, addr)
@@ -241,7 +309,7 @@ func TestRestoreErrors(t *testing.T) {
 		{[]string{"RESTORE", "k", "0", string(rdb.AppendPayload(nil, rdb.TypeModule2, rdb.AppendBlobValue(nil, ohbloomModule, []byte("OHBSRV\x00\x02 not a record"))))},
 			"-ERR Bad data format: corrupt record: truncated header"},
 		{[]string{"RESTORE", "k", "0", string(cut)}, "-ERR Bad data format: rdb: at byte "},
-		{[]string{"RESTORE", "k", "0", cuckoo}, "-" + errRestoreCF},
+		{[]string{"RESTORE", "k", "0", cuckooCut}, "-ERR Bad data format: rdb: at byte "},
 		{[]string{"RESTORE", "k", "60000", bloom}, "-" + errRestoreTTL},
 		{[]string{"EXISTS", "k"}, ":0"},
 		// A time already past makes no key, and removes the one REPLACE
@@ -274,7 +342,8 @@ func TestRestoreErrors(t *testing.T) {
 // Keys of ohbloom's own kinds dump in a payload of module type ohbloom--,
 // which a Redis without that module refuses (RedisBloom's decoders refuse
 // it too), and RESTORE here takes back, under any name: the copy answers
-// exactly as the original.
+// exactly as the original. CF keys dump RedisBloom's cuckoo payloads, an
+// empty one too.
 func TestDumpRestoreOhbloomKeys(t *testing.T) {
 	_, addr := start(t, Config{})
 	c := client(t, addr)
@@ -324,7 +393,8 @@ func TestDumpRestoreOhbloomKeys(t *testing.T) {
 		typ, _ := c.Type(ctx, key).Result()
 		return b.String() + typ
 	}
-	for _, key := range []string{"scalable", "fixed", "counting"} {
+	must(c.Do(ctx, "CF.RESERVE", "empty", "1000"))
+	for _, key := range []string{"scalable", "fixed", "counting", "empty"} {
 		p, err := c.Dump(ctx, key).Result()
 		if err != nil {
 			t.Fatal(err)
@@ -333,22 +403,34 @@ func TestDumpRestoreOhbloomKeys(t *testing.T) {
 		if err != nil || typ != rdb.TypeModule2 {
 			t.Fatalf("%s: the payload does not parse as Redis's: %v %v", key, typ, err)
 		}
-		if id, err := rdb.ModuleOf(value); err != nil || id.Name() != "ohbloom--" {
-			t.Fatalf("%s: module type %v %v", key, id, err)
+		cf := key == "counting" || key == "empty"
+		if cf {
+			// A CF key is RedisBloom's cuckoo filter, and dumps as
+			// RedisBloom does: an empty one too, which CF.SCANDUMP does
+			// not dump at all.
+			if _, err := rdb.DecodeCuckoo(value); err != nil {
+				t.Fatalf("%s: not RedisBloom's cuckoo payload: %v", key, err)
+			}
+		} else {
+			if id, err := rdb.ModuleOf(value); err != nil || id.Name() != "ohbloom--" {
+				t.Fatalf("%s: module type %v %v", key, id, err)
+			}
+			if _, err := rdb.DecodeBloom(value); err == nil {
+				t.Fatalf("%s: RedisBloom's Bloom decoder takes ohbloom's payload", key)
+			}
+			if _, err := rdb.DecodeCuckoo(value); err == nil {
+				t.Fatalf("%s: RedisBloom's cuckoo decoder takes ohbloom's payload", key)
+			}
 		}
-		if _, err := rdb.DecodeBloom(value); err == nil {
-			t.Fatalf("%s: RedisBloom's Bloom decoder takes ohbloom's payload", key)
-		}
-		if _, err := rdb.DecodeCuckoo(value); err == nil {
-			t.Fatalf("%s: RedisBloom's cuckoo decoder takes ohbloom's payload", key)
-		}
-		cf := key == "counting"
 		want := answers(key, cf)
 		if err := c.Restore(ctx, key+":copy", 0, p).Err(); err != nil {
 			t.Fatalf("%s: %v", key, err)
 		}
 		if got := answers(key+":copy", cf); got != want {
 			t.Errorf("%s: the copy answers otherwise", key)
+		}
+		if again, err := c.Dump(ctx, key+":copy").Result(); cf && (err != nil || again != p) {
+			t.Errorf("%s: the copy dumps otherwise (%v)", key, err)
 		}
 		// Over another kind of key, with REPLACE.
 		if err := c.RestoreReplace(ctx, "scalable:copy", 0, p).Err(); err != nil {
@@ -435,6 +517,15 @@ func TestRestoreSurvivesRestart(t *testing.T) {
 	if err := c.Restore(ctx, "own:copy", 0, own).Err(); err != nil {
 		t.Fatal(err)
 	}
+	var cuckoos []*rdbFilter
+	for i := range golden {
+		if f := &golden[i]; f.Type == rdb.CuckooTypeName {
+			cuckoos = append(cuckoos, f)
+			if err := c.Restore(ctx, f.Key, 0, string(f.payload(t))).Err(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
 	crash := filepath.Join(t.TempDir(), "crash")
 	if out, err := exec.Command("cp", "-a", dir, crash).CombinedOutput(); err != nil {
 		t.Fatalf("cp: %v %s", err, out)
@@ -448,6 +539,9 @@ func TestRestoreSurvivesRestart(t *testing.T) {
 				want = blooms[0]
 			}
 			checkRestoredBloom(t, r, f.Key, want)
+		}
+		for _, f := range cuckoos {
+			checkRestoredCuckoo(t, r, f.Key, f)
 		}
 		got, err := r.BFMExists(ctx, "own:copy", "a", "b", "c").Result()
 		if err != nil || slices.Contains(got, false) {
@@ -614,6 +708,107 @@ func TestOhbloomPayloadRefusedByRedis(t *testing.T) {
 		_, oerr := c.Do(ctx, args...).Result()
 		if rerr == nil || oerr == nil || rerr.Error() != oerr.Error() {
 			t.Errorf("%q: Redis %v, ohbloom %v", args[:min(len(args), 3)], rerr, oerr)
+		}
+	}
+}
+
+// The cuckoo filters RedisBloom made (../shared/testdata/redisbloom/cf),
+// restored from their DUMP payloads: each answers as RedisBloom did
+// (chunks, CF.INFO, false positives, counts) and dumps back to its
+// payload; the file's second script then gives RedisBloom's replies and
+// reaches its second state, whose DUMP is RedisBloom's second payload.
+func TestRestoreCuckooGolden(t *testing.T) {
+	golden := loadCFGoldenFiles(t)
+	payloads := map[string][2]string{}
+	for _, dir := range cfGoldenDirs {
+		paths, _ := filepath.Glob(filepath.Join(dir, "*.json"))
+		for _, p := range paths {
+			data, err := os.ReadFile(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var f struct {
+				Name      string `json:"name"`
+				Payload   []byte `json:"dump_payload"`
+				AfterMore struct {
+					Payload []byte `json:"dump_payload"`
+				} `json:"after_more"`
+			}
+			if err := json.Unmarshal(data, &f); err != nil {
+				t.Fatal(err)
+			}
+			payloads[f.Name] = [2]string{string(f.Payload), string(f.AfterMore.Payload)}
+		}
+		if len(paths) > 0 {
+			break
+		}
+	}
+	_, addr := start(t, Config{})
+	c := client(t, addr)
+	ctx := context.Background()
+	for _, g := range golden {
+		p := payloads[g.Name]
+		if p[0] == "" || p[1] == "" {
+			t.Fatalf("%s: no DUMP payloads", g.Name)
+		}
+		key := "restored:" + g.Name
+		if err := c.Restore(ctx, key, 0, p[0]).Err(); err != nil {
+			t.Fatalf("%s: %v", key, err)
+		}
+		checkCFState(t, c, g, key, &g.cfGoldenRun)
+		if d, err := c.Dump(ctx, key).Result(); err != nil || d != p[0] {
+			t.Errorf("%s: DUMP differs from RedisBloom's (%v)", key, err)
+		}
+		checkCFReplies(t, key, runCFScript(t, c, g, key, &g.AfterMore), g.AfterMore.Replies)
+		checkCFState(t, c, g, key, &g.AfterMore)
+		if d, err := c.Dump(ctx, key).Result(); err != nil || d != p[1] {
+			t.Errorf("%s: after the second script, DUMP differs from RedisBloom's (%v)", key, err)
+		}
+	}
+}
+
+// CF keys kept from the counting-filter server (testdata/legacy-cf) are
+// not RedisBloom's: they dump in ohbloom's payload, and RESTORE makes a
+// copy that answers as they do.
+func TestDumpRestoreLegacyCFKeys(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "data")
+	if out, err := exec.Command("cp", "-a", "testdata/legacy-cf/data", dir).CombinedOutput(); err != nil {
+		t.Fatalf("cp: %v %s", err, out)
+	}
+	_, c := startOn(t, dir, Config{})
+	ctx := context.Background()
+	var items []any
+	for i := range 400 {
+		items = append(items, fmt.Sprint("s", i), fmt.Sprint("l", i))
+	}
+	answers := func(key string) string {
+		got, err := c.Do(ctx, append([]any{"CF.MEXISTS", key}, items...)...).Slice()
+		if err != nil {
+			t.Fatal(err)
+		}
+		info, err := c.Do(ctx, "CF.INFO", key).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return fmt.Sprint(got, infoMap(t, info))
+	}
+	for _, key := range []string{"saved", "logged"} {
+		p, err := c.Dump(ctx, key).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, value, err := rdb.ParsePayload([]byte(p))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if id, _ := rdb.ModuleOf(value); id.Name() != "ohbloom--" {
+			t.Fatalf("%s: a legacy CF key dumps as %v", key, id)
+		}
+		if err := c.Restore(ctx, key+":copy", 0, p).Err(); err != nil {
+			t.Fatal(err)
+		}
+		if got, want := answers(key+":copy"), answers(key); got != want || !strings.Contains(want, "1") {
+			t.Errorf("%s: the copy answers %s, the key %s", key, got, want)
 		}
 	}
 }
