@@ -168,11 +168,25 @@ func (p fsyncPolicy) String() string {
 	return [...]string{"everysec", "always", "no"}[p]
 }
 
+// policy is the log's fsync policy now.
+func (l *appendLog) policy() fsyncPolicy { return fsyncPolicy(l.pol.Load()) }
+
+// setPolicy changes the fsync policy (CONFIG SET appendfsync). Under l.mu,
+// so that no flush decides under one policy and syncs under another.
+func (l *appendLog) setPolicy(p fsyncPolicy) {
+	l.mu.Lock()
+	l.pol.Store(uint32(p))
+	l.mu.Unlock()
+}
+
 // appendLog is the writer of the log. Its methods are safe for concurrent
 // use.
 type appendLog struct {
-	dir    string
-	policy fsyncPolicy
+	dir string
+	// pol is the fsyncPolicy, which CONFIG SET appendfsync changes while
+	// the log runs: a change applies to the records appended after it
+	// (the ones waiting keep what they were promised).
+	pol    atomic.Uint32
 	logger *slog.Logger
 	epoch  time.Time
 	// man is the directory's manifest: the log records there the
@@ -284,8 +298,9 @@ type loadPiece struct {
 // with none, starts the next one the manifest allows, and starts the
 // flusher.
 func openLog(dir string, policy fsyncPolicy, last *segmentFile, man *manifest, logger *slog.Logger) (*appendLog, error) {
-	l := &appendLog{dir: dir, policy: policy, logger: logger, epoch: time.Now(), man: man,
+	l := &appendLog{dir: dir, logger: logger, epoch: time.Now(), man: man,
 		wake: make(chan struct{}, 1), demand: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
+	l.pol.Store(uint32(policy))
 	l.cond.L = &l.mu
 	if last == nil {
 		gen := man.state().last + 1
@@ -562,12 +577,12 @@ func (l *appendLog) appendLoad(key string, dump []byte) (uint64, error) {
 // It returns the log's error if the record did not become durable (a
 // write failed, or the try): the change must not be acknowledged.
 func (l *appendLog) await(pos uint64) error {
-	if l.policy != fsyncAlways && !l.refusing() && pos <= l.fitPos.Load() && l.buffered.Load() <= maxBuffered && !l.stalled() {
+	if l.policy() != fsyncAlways && !l.refusing() && pos <= l.fitPos.Load() && l.buffered.Load() <= maxBuffered && !l.stalled() {
 		return nil
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	strict, mayRecover := l.policy == fsyncAlways || l.err != nil || l.shortNow, l.err != nil
+	strict, mayRecover := l.policy() == fsyncAlways || l.err != nil || l.shortNow, l.err != nil
 	for {
 		switch {
 		case l.durable >= pos:
@@ -575,11 +590,12 @@ func (l *appendLog) await(pos uint64) error {
 		case !strict && l.err == nil && pos <= l.fitPos.Load() && int64(len(l.buf)) <= maxBuffered && !l.stalledLocked():
 			return nil
 		case l.flushing:
-			if l.policy != fsyncAlways {
+			counted := l.policy() != fsyncAlways
+			if counted {
 				l.stalledWriters.Add(1)
 			}
 			l.cond.Wait()
-			if l.policy != fsyncAlways {
+			if counted {
 				l.stalledWriters.Add(-1)
 			}
 		case l.err != nil:
@@ -591,7 +607,7 @@ func (l *appendLog) await(pos uint64) error {
 			l.tryRecover()
 			l.mu.Lock()
 		default:
-			l.flushLocked(l.policy != fsyncNo)
+			l.flushLocked(l.policy() != fsyncNo)
 		}
 	}
 }
@@ -609,8 +625,9 @@ type pendingWait struct {
 	// reserved left (a record past the reservation waits so too, strict
 	// or not). recover says the
 	// change was made while it was failing: the flusher tries to end the
-	// failure before it gives up on the replies.
-	strict, recover bool
+	// failure before it gives up on the replies. counted: it is counted in
+	// stalledWriters (for the tests).
+	strict, recover, counted bool
 }
 
 // awaitAsync is await for an event loop, which must not block. If the
@@ -618,7 +635,7 @@ type pendingWait struct {
 // Otherwise it registers w, which the flusher calls once they may, or
 // with the log's error if they must not go at all.
 func (l *appendLog) awaitAsync(pos uint64, w logWaiter) (wait bool, err error) {
-	if l.policy != fsyncAlways && !l.refusing() && pos <= l.fitPos.Load() && l.buffered.Load() <= maxBuffered && !l.stalled() {
+	if l.policy() != fsyncAlways && !l.refusing() && pos <= l.fitPos.Load() && l.buffered.Load() <= maxBuffered && !l.stalled() {
 		return false, nil
 	}
 	l.mu.Lock()
@@ -626,14 +643,15 @@ func (l *appendLog) awaitAsync(pos uint64, w logWaiter) (wait bool, err error) {
 	if l.durable >= pos {
 		return false, nil
 	}
-	strict := l.policy == fsyncAlways || l.err != nil || l.shortNow
+	strict := l.policy() == fsyncAlways || l.err != nil || l.shortNow
 	if !strict && pos <= l.fitPos.Load() && int64(len(l.buf)) <= maxBuffered && !l.stalledLocked() {
 		return false, nil
 	}
-	if l.policy != fsyncAlways {
+	counted := l.policy() != fsyncAlways
+	if counted {
 		l.stalledWriters.Add(1)
 	}
-	l.waiters = append(l.waiters, pendingWait{pos, w, strict, l.err != nil})
+	l.waiters = append(l.waiters, pendingWait{pos, w, strict, l.err != nil, counted})
 	select {
 	case l.demand <- struct{}{}:
 	default:
@@ -673,7 +691,7 @@ func (l *appendLog) serveWaiters() {
 		l.waiters = keep
 		if len(done) == 0 && len(failed) == 0 {
 			if l.err == nil {
-				l.flushLocked(l.policy != fsyncNo)
+				l.flushLocked(l.policy() != fsyncNo)
 				continue
 			}
 			tried = true
@@ -685,13 +703,13 @@ func (l *appendLog) serveWaiters() {
 		err := l.err
 		l.mu.Unlock()
 		for _, pw := range done {
-			if l.policy != fsyncAlways {
+			if pw.counted {
 				l.stalledWriters.Add(-1)
 			}
 			pw.w.logDone(nil)
 		}
 		for _, pw := range failed {
-			if l.policy != fsyncAlways {
+			if pw.counted {
 				l.stalledWriters.Add(-1)
 			}
 			pw.w.logDone(err)
@@ -714,7 +732,7 @@ func (l *appendLog) tryRecover() {
 }
 
 func (l *appendLog) stalled() bool {
-	if l.policy != fsyncEverysec {
+	if l.policy() != fsyncEverysec {
 		return false
 	}
 	o := time.Duration(l.oldest.Load())
@@ -722,7 +740,7 @@ func (l *appendLog) stalled() bool {
 }
 
 func (l *appendLog) stalledLocked() bool {
-	if l.policy != fsyncEverysec {
+	if l.policy() != fsyncEverysec {
 		return false
 	}
 	o := l.pendingSince
@@ -813,7 +831,7 @@ func (l *appendLog) flushGrowLocked(sync, retry bool) {
 		if sync {
 			l.unsyncedSince = 0
 		}
-		if sync || l.policy == fsyncNo {
+		if sync || l.policy() == fsyncNo {
 			l.durable = max(l.durable, b.end)
 		}
 		l.recoveredLocked()
@@ -1168,7 +1186,7 @@ func (l *appendLog) run() {
 			// A failed write is tried again here every second; a save,
 			// the heavier way out (the only one after a failed fsync),
 			// every 10 s from the failure on.
-			l.flush(l.policy != fsyncNo)
+			l.flush(l.policy() != fsyncNo)
 			switch {
 			case !l.failed.Load():
 				lastRecovery = time.Now()
@@ -1209,13 +1227,13 @@ func (l *appendLog) flushWith(sync, retry bool) error {
 func (l *appendLog) close() error {
 	close(l.stop)
 	<-l.done
-	err := l.flush(l.policy != fsyncNo)
+	err := l.flush(l.policy() != fsyncNo)
 	l.mu.Lock()
 	waiters := l.waiters
 	l.waiters = nil
 	l.mu.Unlock()
 	for _, pw := range waiters {
-		if l.policy != fsyncAlways {
+		if pw.counted {
 			l.stalledWriters.Add(-1)
 		}
 		pw.w.logDone(errors.New("the append-only log was closed"))

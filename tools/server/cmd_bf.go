@@ -451,7 +451,7 @@ func (s *Server) addGroup(sess *session, e *entry, name []byte, group [][]byte, 
 	// An item found present is logged too under always: its bits may
 	// come from another client's add whose record is not yet written, and
 	// this reply must not outrun it.
-	logPresent := log != nil && log.policy == fsyncAlways
+	logPresent := log != nil && log.policy() == fsyncAlways
 	var hs [hashesPerRecord]uint64
 	n, tried := 0, len(group)
 	for i, item := range group {

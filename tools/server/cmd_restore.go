@@ -45,12 +45,12 @@ var ohbloomModule = func() rdb.ModuleID {
 
 // Redis's replies of DUMP and RESTORE.
 const (
-	errBusyKey       = "BUSYKEY Target key name already exists."
-	errDumpPayload   = "ERR DUMP payload version or checksum are wrong"
-	errBadDataFormat = "ERR Bad data format"
-	errNotInteger    = "ERR value is not an integer or out of range"
-	errSyntax        = "ERR syntax error"
-	errRestoreTTL    = "ERR ohbloom serve does not expire keys yet: RESTORE with a TTL in the future is refused (give TTL 0)"
+	errBusyKey         = "BUSYKEY Target key name already exists."
+	errDumpPayload     = "ERR DUMP payload version or checksum are wrong"
+	errBadDataFormat   = "ERR Bad data format"
+	errValueNotInteger = "ERR value is not an integer or out of range"
+	errSyntax          = "ERR syntax error"
+	errRestoreTTL      = "ERR ohbloom serve does not expire keys yet: RESTORE with a TTL in the future is refused (give TTL 0)"
 )
 
 // cmdDump is DUMP key: a null reply for a missing key, else the key's
@@ -155,7 +155,7 @@ func cmdRestore(s *Server, sess *session, w replier, args [][]byte) {
 		case eq(args[j], "idletime") && more >= 1 && freq == -1:
 			j++
 			if idle, ok = parseLongLong(args[j]); !ok {
-				w.WriteError(errNotInteger)
+				w.WriteError(errValueNotInteger)
 				return
 			}
 			if idle < 0 {
@@ -165,7 +165,7 @@ func cmdRestore(s *Server, sess *session, w replier, args [][]byte) {
 		case eq(args[j], "freq") && more >= 1 && idle == -1:
 			j++
 			if freq, ok = parseLongLong(args[j]); !ok {
-				w.WriteError(errNotInteger)
+				w.WriteError(errValueNotInteger)
 				return
 			}
 			if freq < 0 || freq > 255 {
@@ -185,7 +185,7 @@ func cmdRestore(s *Server, sess *session, w replier, args [][]byte) {
 	ttl, ok := parseLongLong(args[2])
 	switch {
 	case !ok:
-		w.WriteError(errNotInteger)
+		w.WriteError(errValueNotInteger)
 		return
 	case ttl < 0:
 		w.WriteError("ERR Invalid TTL value, must be >= 0")

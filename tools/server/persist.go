@@ -797,28 +797,6 @@ func (s *store) writeRefusal() string {
 	return s.log.refusal()
 }
 
-// infoPersistence writes INFO's Persistence section.
-func (s *Server) infoPersistence(b *strings.Builder) {
-	st := s.store
-	fmt.Fprintf(b, "# Persistence\r\n")
-	fmt.Fprintf(b, "rdb_last_save_time:%d\r\n", st.lastSave.Load())
-	fmt.Fprintf(b, "rdb_bgsave_in_progress:%d\r\n", boolInt(st.bgsave.Load()))
-	if l := st.log; l != nil {
-		status := "ok"
-		if l.refusing() {
-			status = "err"
-		}
-		fmt.Fprintf(b, "aof_enabled:1\r\naof_fsync:%s\r\naof_last_write_status:%s\r\naof_current_segment:%d\r\n", l.policy, status, l.currentGen())
-		l.infoSpace(b)
-	} else {
-		fmt.Fprintf(b, "aof_enabled:0\r\n")
-	}
-	n, bytes := st.uploads.usage()
-	fmt.Fprintf(b, "loadchunk_uploads:%d\r\nloadchunk_upload_bytes:%d\r\n", n, bytes)
-	n, bytes = st.dumps.usage()
-	fmt.Fprintf(b, "scandump_dumps:%d\r\nscandump_dump_bytes:%d\r\n", n, bytes)
-}
-
 func boolInt(b bool) int {
 	if b {
 		return 1

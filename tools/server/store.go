@@ -70,6 +70,9 @@ type entry struct {
 	items   atomic.Uint64
 	deletes atomic.Uint64 // CF only
 	dirty   atomic.Bool   // changed since it was last saved
+	// access is when a command last named the key, in seconds since the
+	// server's start (OBJECT IDLETIME); stored at most once a second.
+	access atomic.Uint32
 
 	// mu orders the changes of a CF key and of a RedisBloom key: a
 	// change, its sequence number and its log record are one step under
@@ -384,7 +387,11 @@ type store struct {
 
 	uploads uploads
 	dumps   dumps
-	now     func() time.Time // the clock of expiries, replaced by tests
+	// gen counts the changes of which keys exist (a key made or
+	// removed), so that a lookup cached for statistics (info_keyspace.go)
+	// knows when it may be stale.
+	gen atomic.Uint64
+	now func() time.Time // the clock of expiries, replaced by tests
 }
 
 // fileHash names a key's file: its XXH3-128, so that any key, however long
@@ -454,6 +461,7 @@ func (s *store) getOrCreateLogged(name string, build func() (*entry, error)) (*e
 	}
 	s.keys[name] = e
 	s.index.add(name)
+	s.gen.Add(1)
 	return e, true, pos, nil
 }
 
@@ -478,6 +486,7 @@ func (s *store) put(name string, e *entry, dump []byte) (bool, uint64, error) {
 	}
 	s.keys[name] = e
 	s.index.add(name)
+	s.gen.Add(1)
 	return true, pos, nil
 }
 
@@ -535,6 +544,7 @@ func (s *store) delOne(name string) (bool, uint64, error) {
 	}
 	delete(s.keys, name)
 	s.index.remove(name)
+	s.gen.Add(1)
 	var pos uint64
 	if s.log != nil {
 		pos = s.log.appendDelete(name)
@@ -562,6 +572,7 @@ func (s *store) flush() (uint64, error) {
 	old := s.keys
 	s.keys = map[string]*entry{}
 	s.index.reset()
+	s.gen.Add(1)
 	s.mu.Unlock()
 	for name := range old {
 		lock := s.stripeOf(name)
