@@ -71,6 +71,7 @@ func runServe(e env, args []string) int {
 	maxUnauth := fs.Int64("max-unauth-buffered-bytes", 0, "most of --max-buffered-bytes that clients not yet authenticated (with --requirepass) may hold together (0: 32 MiB, or --max-buffered-bytes if less)")
 	maxClients := fs.Int("max-clients", server.DefaultMaxClients, "most connections served at once (lowered to fit the open-file limit)")
 	loops := fs.Int("event-loops", 0, "event loops serving the connections (0: one per two cores)")
+	databases := fs.Int("databases", server.DefaultDatabases, "number of databases SELECT chooses between, as Redis's databases")
 	appendOnly := fs.String("appendonly", "yes", "yes: log every change to --dir, replayed at start; no: a crash loses the changes since the last save")
 	appendFsync := fs.String("appendfsync", "everysec", "when the log is fsynced: always (before each reply), everysec (a crash loses at most about a second), no (when the kernel writes back)")
 	maxUpload := fs.Uint64("max-upload-bytes", 0, "bytes LOADCHUNK uploads in progress may hold in all (0: twice the largest dump of a --max-filter-bytes filter)")
@@ -112,7 +113,7 @@ func runServe(e env, args []string) int {
 		perm = os.FileMode(p)
 	}
 	flagged := server.Config{Addr: *addr, TLS: tlsCfg, UnixSocket: *unixSocket, UnixSocketPerm: perm, DataDir: *dir, SaveInterval: *saveEvery, Password: *pass,
-		MaxFilterBytes: *maxFilter, MaxRequestBytes: *maxRequest, MaxBufferedBytes: *maxBuffered, MaxUnauthBufferedBytes: *maxUnauth, MaxClients: *maxClients, EventLoops: *loops,
+		MaxFilterBytes: *maxFilter, MaxRequestBytes: *maxRequest, MaxBufferedBytes: *maxBuffered, MaxUnauthBufferedBytes: *maxUnauth, MaxClients: *maxClients, EventLoops: *loops, Databases: *databases,
 		DisableAppendLog: *appendOnly == "no", AppendFsync: *appendFsync, MaxUploadBytes: *maxUpload, MaxDumpBytes: *maxDump,
 		MaxMemory: uint64(maxMem), ACLFile: *aclFile}
 	cfg := flagged
@@ -148,6 +149,8 @@ func runServe(e env, args []string) int {
 		return usageError(e, fs, "--addr \"\" without --tls-port or --unixsocket: nothing to serve on")
 	case *unixPerm != "" && cfg.UnixSocket == "":
 		return usageError(e, fs, "--unixsocketperm without --unixsocket")
+	case *databases < 1:
+		return usageError(e, fs, "--databases %d: at least 1", *databases)
 	}
 	if cfg.TLSAddr == "" {
 		cfg.TLS = server.TLSConfig{}
@@ -261,6 +264,8 @@ func overrideFlags(fs *flag.FlagSet, c *server.Config, flagged server.Config) {
 			c.MaxClients = flagged.MaxClients
 		case "event-loops":
 			c.EventLoops = flagged.EventLoops
+		case "databases":
+			c.Databases = flagged.Databases
 		case "appendonly":
 			c.DisableAppendLog = flagged.DisableAppendLog
 		case "appendfsync":

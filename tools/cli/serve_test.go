@@ -143,6 +143,14 @@ func TestServeUsage(t *testing.T) {
 	if _, errOut, code := run(t, "", "serve", "--event-loops", "-1"); code != ExitFailure || !strings.Contains(errOut, "EventLoops") {
 		t.Fatalf("serve --event-loops -1: code %d, %q", code, errOut)
 	}
+	for _, bad := range []string{"0", "-3"} {
+		if _, errOut, code := run(t, "", "serve", "--databases", bad); code != ExitUsage || !strings.Contains(errOut, "--databases "+bad) {
+			t.Fatalf("serve --databases %s: code %d, %q", bad, code, errOut)
+		}
+	}
+	if _, errOut, code := run(t, "", "serve", "--databases", "2000000"); code != ExitFailure || !strings.Contains(errOut, "Databases") {
+		t.Fatalf("serve --databases 2000000: code %d, %q", code, errOut)
+	}
 	if out, _, code := run(t, "", "serve", "--help"); code != ExitOK || !strings.Contains(out, "BF.RESERVE") || !strings.Contains(out, "max-buffered-bytes") {
 		t.Fatalf("serve --help: code %d, %q", code, out)
 	}

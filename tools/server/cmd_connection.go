@@ -191,14 +191,6 @@ func validClientName(b []byte) bool {
 // Version is what HELLO and INFO report as the server's version.
 const Version = "7.0.0-ohbloom"
 
-func cmdSelect(_ *Server, _ *session, w replier, args [][]byte) {
-	if n, ok := parseInt(args[1]); !ok || n != 0 {
-		w.WriteError("ERR DB index is out of range")
-		return
-	}
-	w.WriteString("OK")
-}
-
 // CLIENT's subcommands (networking.c's clientCommand).
 
 func cmdClientID(_ *Server, sess *session, w replier, _ [][]byte) { w.WriteInt64(sess.id) }

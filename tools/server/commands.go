@@ -67,7 +67,7 @@ func init() {
 		"quit":     {arity: -1, noAuth: true, run: cmdQuit, control: true},
 		"auth":     {arity: -2, noAuth: true, run: cmdAuth},
 		"hello":    {arity: -1, noAuth: true, run: cmdHello},
-		"select":   {arity: 2, run: cmdSelect},
+		"select":   {arity: 2, run: cmdSelectDB},
 		"client":   {arity: -2},
 		"command":  {arity: -1, slow: true, run: cmdCommand},
 		"config":   {arity: -2},
@@ -80,7 +80,7 @@ func init() {
 		"info":     {arity: -1, slow: true, run: cmdInfo},
 		"time":     {arity: 1, run: cmdTime},
 		"role":     {arity: 1, run: cmdRole},
-		"dbsize":   {arity: 1, run: func(s *Server, _ *session, w replier, _ [][]byte) { w.WriteInt64(int64(s.store.len())) }},
+		"dbsize":   {arity: 1, run: func(s *Server, sess *session, w replier, _ [][]byte) { w.WriteInt64(int64(s.store.len(sess.db))) }},
 		"del":      {arity: -2, slow: true, run: cmdDel},
 		"unlink":   {arity: -2, slow: true, run: cmdDel},
 		"exists":   {arity: -2, run: cmdExists},
@@ -90,6 +90,22 @@ func init() {
 		"flushall": {arity: -1, slow: true, run: cmdFlush},
 		"flushdb":  {arity: -1, slow: true, run: cmdFlush},
 		"save":     {arity: 1, slow: true, run: cmdSave},
+
+		"expire":      {arity: -3, run: cmdExpire},
+		"pexpire":     {arity: -3, run: cmdExpire},
+		"expireat":    {arity: -3, run: cmdExpire},
+		"pexpireat":   {arity: -3, run: cmdExpire},
+		"ttl":         {arity: 2, run: cmdTTL},
+		"pttl":        {arity: 2, run: cmdTTL},
+		"expiretime":  {arity: 2, run: cmdTTL},
+		"pexpiretime": {arity: 2, run: cmdTTL},
+		"persist":     {arity: 2, run: cmdPersist},
+		"rename":      {arity: 3, slow: true, run: cmdRename},
+		"renamenx":    {arity: 3, slow: true, run: cmdRename},
+		"copy":        {arity: -3, slow: true, run: cmdCopy},
+		"move":        {arity: 3, slow: true, run: cmdMove},
+		"swapdb":      {arity: 3, slow: true, run: cmdSwapDB},
+
 		"bgsave":   {arity: -1, run: cmdBgsave},
 		"dump":     {arity: 2, slow: true, run: cmdDump},
 		"restore":  {arity: -4, slow: true, run: cmdRestore},
@@ -507,7 +523,7 @@ func (s *Server) reserve(sess *session, w replier, name []byte, cf bool, build f
 		w.WriteError(msg)
 		return
 	}
-	e, created, pos, err := s.store.getOrCreateLogged(string(name), build)
+	e, created, pos, err := s.store.getOrCreateLogged(sess.db, string(name), build)
 	if err == nil {
 		err = s.commit(sess, pos)
 		if err != nil {

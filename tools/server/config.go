@@ -347,6 +347,13 @@ func init() {
 				return nil
 			},
 			get: func(s *Server) string { return s.cfg.SaveInterval.String() }},
+		{name: "databases", def: strconv.Itoa(DefaultDatabases),
+			load: func(c *Config, v string) error {
+				n, err := parseBounded(v, 1, maxDatabases-1)
+				c.Databases = int(n)
+				return err
+			},
+			get: func(s *Server) string { return strconv.Itoa(len(s.store.dbs)) }},
 		{name: "dir", def: "",
 			load: func(c *Config, v string) error { c.DataDir = v; return nil },
 			get:  func(s *Server) string { return s.cfg.DataDir }},

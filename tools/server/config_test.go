@@ -302,7 +302,7 @@ func TestMaxmemoryCountsFilters(t *testing.T) {
 	if r := c.run(t, "BF.RESERVE", "big", "0.0001", "20000000", "NONSCALING"); r != "+OK\r\n" {
 		t.Fatalf("BF.RESERVE under the limit: %q", r)
 	}
-	size := int64(s.store.get("big").sizeBytes())
+	size := int64(s.store.get(0, "big").sizeBytes())
 	if size < 40<<20 {
 		t.Fatalf("the filter has %d bytes", size)
 	}
@@ -328,7 +328,7 @@ func TestIdleClientKeepsNoDeletedFilter(t *testing.T) {
 	s, addr := start(t, Config{})
 	reader, writer := dialProto(t, addr, 2), dialProto(t, addr, 2)
 	writer.run(t, "BF.RESERVE", "big", "0.0001", "20000000", "NONSCALING")
-	size := int64(s.store.get("big").sizeBytes())
+	size := int64(s.store.get(0, "big").sizeBytes())
 	// Pipelined, so that the second command's lookup is the first's.
 	if r := reader.run(t, "BF.EXISTS", "big", "x"); r != ":0\r\n" {
 		t.Fatal(r)
@@ -361,7 +361,7 @@ func TestUsedMemoryNearRSS(t *testing.T) {
 	if err := rdb.BFReserveNonScaling(ctx, "big", 0.0001, 100_000_000).Err(); err != nil {
 		t.Fatal(err)
 	}
-	if size := s.store.get("big").sizeBytes(); size < 200<<20 {
+	if size := s.store.get(0, "big").sizeBytes(); size < 200<<20 {
 		t.Fatalf("filter of %d bytes", size)
 	}
 	// Enough items that every page of the filter is written.

@@ -141,6 +141,8 @@ type session struct {
 	authed bool
 	quit   bool
 	proto  int // 2 or 3
+	// db is the database SELECT chose, 0 until then.
+	db int
 	// user is the user the session runs as: the default user until an
 	// AUTH names another (acl.go); nil runs anything (tests of exec).
 	user *aclUser
@@ -645,7 +647,7 @@ func (c *connection) dispatch(args [][]byte, owned bool, size int) {
 	case cmd.isSlow(args) || heavy(args, size):
 		c.runOffLoop(cmd, args, owned)
 		return
-	case s.iso.active.Load() > 0 && !s.loopMayRun(cmd.name, args):
+	case s.iso.active.Load() > 0 && !s.loopMayRun(c.sess.db, cmd.name, args):
 		c.runOffLoop(cmd, args, owned)
 		return
 	}
@@ -699,8 +701,8 @@ func (c *connection) runHere(cmd command, args [][]byte) {
 		offLoopHook(cmd.name)
 	}
 	var cl claim
-	if cmd.name != "exec" {
-		s.addClaim(&cl, cmd.name, args)
+	if cmd.name != "exec" && !keySpecs[cmd.name].own {
+		s.addClaim(&cl, c.sess.db, cmd.name, args)
 		spec := keySpecs[cmd.name]
 		// A creator claims the change mode even for a key it found:
 		// a DEL could remove the key before it runs. (On a loop the

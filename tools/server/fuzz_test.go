@@ -30,6 +30,9 @@ func FuzzExec(f *testing.F) {
 		"CF.LOADCHUNK\x00h\x003\x00ab",
 		"SCAN\x000\x00MATCH\x00k*\x00COUNT\x003", "KEYS\x00[a-", "HELLO\x002\x00SETNAME\x00me", "HELLO\x003", "AUTH\x00pw",
 		"CLIENT\x00SETINFO\x00LIB-NAME\x00x", "CONFIG\x00GET\x00*", "INFO", "TYPE\x00keep", "DEL\x00keep",
+		"EXPIRE\x00keep\x0010\x00NX", "PEXPIREAT\x00keep\x004102444800123\x00GT", "TTL\x00keep", "PERSIST\x00keep",
+		"SELECT\x003", "RENAME\x00keep\x00k2", "COPY\x00keep\x00k3\x00DB\x001\x00REPLACE", "MOVE\x00keep\x002",
+		"SWAPDB\x000\x001",
 		"COMMAND\x00INFO\x00bf.add\x00config|get", "COMMAND\x00GETKEYSANDFLAGS\x00DEL\x00a", "COMMAND\x00DOCS\x00acl",
 		"ACL\x00SETUSER\x00u\x00on\x00>p\x00%R~k*\x00+@read\x00(~x +get)", "ACL\x00DRYRUN\x00u\x00BF.ADD\x00keep\x00x",
 		"ACL\x00GETUSER\x00u", "CONFIG\x00SET\x00slowlog-max-len\x003\x00slowlog-log-slower-than\x000",
@@ -43,7 +46,7 @@ func FuzzExec(f *testing.F) {
 		f.Fatal(err)
 	}
 	keep := func() {
-		e, _, _ := s.store.getOrCreate("keep", func() (*entry, error) {
+		e, _, _ := s.store.getOrCreate(0, "keep", func() (*entry, error) {
 			return s.newBloom(bloomOptions{errorRate: 0.01, capacity: 100, expansion: 2})
 		})
 		for i := range 50 {
@@ -64,11 +67,17 @@ func FuzzExec(f *testing.F) {
 			t.Fatalf("command %q panicked: %q", args, out.Bytes())
 		}
 		switch lowerName(args[0]) {
-		case "del", "unlink", "flushall", "flushdb":
+		case "del", "unlink", "flushall", "flushdb", "rename", "move", "swapdb", "expire", "pexpire", "expireat", "pexpireat":
+			// They may remove or move keep, or give it an expiry: back
+			// to a keep of database 0 without one.
+			if lowerName(args[0]) == "swapdb" {
+				s.exec(&session{authed: true, proto: 2}, &replyWriter{proto: 2}, [][]byte{[]byte("FLUSHALL")})
+			}
+			s.exec(&session{authed: true, proto: 2}, &replyWriter{proto: 2}, [][]byte{[]byte("PERSIST"), []byte("keep")})
 			keep()
 			return
 		}
-		e := s.store.get("keep")
+		e := s.store.get(0, "keep")
 		for i := range 50 {
 			if e == nil || !e.bloomTest([]byte(strconv.Itoa(i))) {
 				t.Fatalf("command %q lost item %d of key keep", args, i)
@@ -182,7 +191,7 @@ func FuzzConnection(f *testing.F) {
 	f.Cleanup(func() { s.Shutdown(context.Background()) })
 	addr := ln.Addr().String()
 	keep := func() {
-		e, _, _ := s.store.getOrCreate("keep", func() (*entry, error) {
+		e, _, _ := s.store.getOrCreate(0, "keep", func() (*entry, error) {
 			return s.newBloom(bloomOptions{errorRate: 0.01, capacity: 100, expansion: 2})
 		})
 		for i := range 50 {
@@ -236,7 +245,7 @@ func FuzzConnection(f *testing.F) {
 				return
 			}
 		}
-		e := s.store.get("keep")
+		e := s.store.get(0, "keep")
 		for i := range 50 {
 			if e == nil || !e.bloomTest([]byte(strconv.Itoa(i))) {
 				t.Fatalf("input %q lost item %d of key keep", data, i)

@@ -200,7 +200,7 @@ func (s *Server) memoryReport() memoryReport {
 	m := s.x.mem.read()
 	r := memoryReport{used: m.used, peak: s.x.mem.peak.Load(), startup: s.x.mem.startup,
 		rss: processRSS(m), dataset: int64(s.store.sizeBytes()), clients: s.buffered.Load(),
-		keys: int64(s.store.len()), heapObjects: m.objects, heapFree: m.free, heapReleased: m.released, total: m.total}
+		keys: int64(s.store.lenAll()), heapObjects: m.objects, heapFree: m.free, heapReleased: m.released, total: m.total}
 	r.peak = max(r.peak, r.used)
 	return r
 }

@@ -1,28 +1,21 @@
 package server
 
-import "fmt"
-
 // What INFO and OBJECT read of the keyspace: its lines in INFO keyspace,
 // its expiries, and each command's lookup of its keys for keyspace_hits
 // and keyspace_misses and the keys' idle time.
 
 // keyspaceLines are INFO keyspace's lines, one for each database that
-// holds keys: "db0:keys=N,expires=E,avg_ttl=T,subexpiry=0". There is one
-// database, without expiries, until the keyspace has more.
-func (s *Server) keyspaceLines() []string {
-	if n := s.store.len(); n > 0 {
-		return []string{fmt.Sprintf("db0:keys=%d,expires=0,avg_ttl=0,subexpiry=0", n)}
-	}
-	return nil
-}
+// holds keys: "db0:keys=N,expires=E,avg_ttl=T,subexpiry=0" (expire.go).
+func (s *Server) keyspaceLines() []string { return s.store.keyspaceLines() }
 
 // expiredKeys is INFO's expired_keys: the keys removed because their time
-// ran out (none, while keys do not expire).
-func (s *Server) expiredKeys() int64 { return 0 }
+// ran out (expire.go).
+func (s *Server) expiredKeys() int64 { return s.store.expiry.expired.Load() }
 
-// lookupKey finds a key a command names, for the statistics: as Redis's
-// lookupKey, it does not count as a use of the key for expiry.
-func (s *Server) lookupKey(_ *session, key []byte) *entry { return s.store.getBytes(key) }
+// lookupKey finds a key a command names in the session's database, for
+// the statistics: as Redis's lookupKey, it does not count as a use of the
+// key for expiry.
+func (s *Server) lookupKey(sess *session, key []byte) *entry { return s.store.getBytes(sess.db, key) }
 
 // lookupCached is lookupKey through the session's cache of its last
 // lookup, valid while no key was made or removed (store.gen) and until the
@@ -33,12 +26,12 @@ func (s *Server) lookupKey(_ *session, key []byte) *entry { return s.store.getBy
 // filter's memory for an idle client.
 func (s *Server) lookupCached(sess *session, key []byte) *entry {
 	gen := s.store.gen.Load()
-	if c := &sess.lookup; c.valid && c.gen == gen && string(key) == c.key {
+	if c := &sess.lookup; c.valid && c.gen == gen && c.db == sess.db && string(key) == c.key {
 		return c.e
 	}
 	e := s.lookupKey(sess, key)
 	c := &sess.lookup
-	c.valid, c.gen, c.e = true, gen, e
+	c.valid, c.gen, c.db, c.e = true, gen, sess.db, e
 	if string(key) != c.key {
 		c.key = string(key)
 	}
@@ -49,6 +42,7 @@ func (s *Server) lookupCached(sess *session, key []byte) *entry {
 type lookupCache struct {
 	valid bool
 	gen   uint64
+	db    int
 	key   string // kept past endBatch: the next batch compares without allocating
 	e     *entry
 }

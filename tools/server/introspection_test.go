@@ -359,7 +359,9 @@ func TestCommandMatchesRedisServer(t *testing.T) {
 		"client|getname", "client|no-evict", "acl|getuser", "acl|cat", "acl|log", "acl|list", "acl|whoami",
 		"object|encoding", "object|idletime", "object|freq", "object|refcount", "memory|usage", "memory|stats",
 		"memory|doctor", "slowlog|get", "slowlog|len", "slowlog|reset", "latency|latest", "latency|history",
-		"command|info", "command|docs", "command|count", "command|list", "module|list"}
+		"command|info", "command|docs", "command|count", "command|list", "module|list",
+		"expire", "pexpire", "expireat", "pexpireat", "ttl", "pttl", "expiretime", "pexpiretime", "persist",
+		"rename", "renamenx", "copy", "move", "swapdb"}
 	changed := []string{"scan", "config|resetstat", "config|rewrite", "client|setname", "client|setinfo",
 		"client|no-touch", "acl|setuser", "acl|deluser", "command|getkeys"}
 	names := same
@@ -383,7 +385,8 @@ func TestCommandMatchesRedisServer(t *testing.T) {
 			{"COMMAND", "INFO", "nosuchcommand", "PING"}, {"COMMAND", "GETKEYS", "DEL", "a", "b"},
 			{"COMMAND", "GETKEYSANDFLAGS", "DEL", "a", "b"}, {"COMMAND", "GETKEYS", "PING"},
 			{"COMMAND", "GETKEYS", "NOSUCH", "x"}, {"COMMAND", "GETKEYS", "EXISTS"}, {"COMMAND", "GETKEYS", "MEMORY", "USAGE", "k"},
-			{"COMMAND", "GETKEYS", "CONFIG", "GET", "x"}, {"COMMAND", "LIST", "FILTERBY", "bogus", "x"},
+			{"COMMAND", "GETKEYS", "CONFIG", "GET", "x"}, {"COMMAND", "GETKEYS", "RENAME", "a", "b"},
+			{"COMMAND", "GETKEYSANDFLAGS", "COPY", "a", "b", "DB", "2"}, {"COMMAND", "GETKEYS", "SWAPDB", "0", "1"}, {"COMMAND", "LIST", "FILTERBY", "bogus", "x"},
 			{"COMMAND", "LIST", "FILTERBY", "ACLCAT", "nosuchcategory"}, {"COMMAND", "LIST", "FILTERBY", "MODULE", "nosuch"},
 			{"COMMAND", "NOSUCH"}, {"CONFIG", "NOSUCH"}, {"CONFIG"}, {"OBJECT", "ENCODING", "nothere"},
 			{"MEMORY", "USAGE", "nothere"}, {"MEMORY", "USAGE", "k", "SAMPLES"}, {"MEMORY", "USAGE", "k", "SAMPLES", "-1"},
@@ -417,10 +420,10 @@ func TestCommandMatchesRedisServer(t *testing.T) {
 		t.Errorf("COMMAND GETKEYS BF.MADD %q", r)
 	}
 	list := c.run(t, "COMMAND", "LIST", "FILTERBY", "MODULE", "bf")
-	if !strings.HasPrefix(list, "*22\r\n") || !strings.Contains(list, "$9\r\nbf.exists\r\n") {
+	if !strings.HasPrefix(list, "*24\r\n") || !strings.Contains(list, "$9\r\nbf.exists\r\n") {
 		t.Errorf("COMMAND LIST FILTERBY MODULE bf %q", list)
 	}
-	if r := c.run(t, "COMMAND", "LIST", "FILTERBY", "ACLCAT", "cuckoo"); !strings.HasPrefix(r, "*12\r\n") {
+	if r := c.run(t, "COMMAND", "LIST", "FILTERBY", "ACLCAT", "cuckoo"); !strings.HasPrefix(r, "*14\r\n") {
 		t.Errorf("COMMAND LIST FILTERBY ACLCAT cuckoo %q", r)
 	}
 }
@@ -510,7 +513,7 @@ func TestServerCommands(t *testing.T) {
 	}
 	// The key's access time is seconds since start; a key idle for 2 s
 	// reads 2 (the clock is the server's own, moved here).
-	e := s.store.get("f")
+	e := s.store.get(0, "f")
 	e.access.Store(s.x.clock() - 2)
 	if r := c.run(t, "OBJECT", "IDLETIME", "f"); r != ":2\r\n" {
 		t.Fatalf("OBJECT IDLETIME of a key idle for 2 s %q", r)

@@ -106,6 +106,10 @@ type Config struct {
 	// MaxDumpBytes bounds the bytes held by SCANDUMPs in progress; default
 	// as MaxUploadBytes.
 	MaxDumpBytes uint64
+	// Databases is how many databases SELECT chooses between, numbered
+	// from 0; default 16, as Redis. A data directory holding keys of a
+	// database past them is refused at start.
+	Databases int
 	// EventLoops is how many event loops serve the connections (commands
 	// run on them); default one per two cores the process may use (see
 	// loop_linux.go for the measurements), at least one.
@@ -164,7 +168,12 @@ func (c Config) withDefaults() (Config, error) {
 	if c.EventLoops == 0 {
 		c.EventLoops = max(1, runtime.GOMAXPROCS(0)/2)
 	}
+	if c.Databases == 0 {
+		c.Databases = DefaultDatabases
+	}
 	switch {
+	case c.Databases < 1 || c.Databases > maxDatabases:
+		return c, fmt.Errorf("server: Databases %d is outside [1, %d]", c.Databases, maxDatabases)
 	case c.EventLoops < 0:
 		return c, fmt.Errorf("server: EventLoops %d is negative", c.EventLoops)
 	case c.MaxRequestBytes < 1<<10 || c.MaxRequestBytes > maxRequestBytesLimit:
@@ -492,17 +501,25 @@ func (s *Server) Addr() net.Addr {
 	return s.listeners[0].Addr()
 }
 
+// saveLoop saves every SaveInterval, and runs the active expiry cycle
+// (expire.go) ten times a second, as Redis's hz 10.
 func (s *Server) saveLoop() {
 	defer close(s.saveDone)
-	if s.cfg.SaveInterval < 0 {
-		<-s.stopSave
-		return
+	var saves <-chan time.Time
+	if s.cfg.SaveInterval > 0 {
+		tick := time.NewTicker(s.cfg.SaveInterval)
+		defer tick.Stop()
+		saves = tick.C
 	}
-	tick := time.NewTicker(s.cfg.SaveInterval)
-	defer tick.Stop()
+	expiry := time.NewTicker(expiryPeriod)
+	defer expiry.Stop()
 	for {
 		select {
-		case <-tick.C:
+		case <-expiry.C:
+			s.expireCycle(expiryCycleBudget)
+		case <-s.store.expiry.soon:
+			s.expireCycle(expiryCycleBudget)
+		case <-saves:
 			if err := s.store.save(false); err != nil {
 				s.cfg.Logger.Error("scheduled save", "err", err)
 			}

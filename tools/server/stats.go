@@ -140,7 +140,7 @@ func (s *Server) initIntrospection() error {
 	x.live.maxUnauthBufferedBytes.Store(s.cfg.MaxUnauthBufferedBytes)
 	x.registry.clients = map[int64]*connection{}
 	x.configFile = s.cfg.ConfigFile
-	x.keysLoaded = int64(s.store.len())
+	x.keysLoaded = int64(s.store.lenAll())
 	x.mem.init()
 	if err := s.applySettings(); err != nil {
 		return err
