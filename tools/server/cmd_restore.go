@@ -2,7 +2,6 @@ package server
 
 import (
 	"bytes"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"math"
@@ -50,14 +49,13 @@ const (
 	errBadDataFormat   = "ERR Bad data format"
 	errValueNotInteger = "ERR value is not an integer or out of range"
 	errSyntax          = "ERR syntax error"
-	errRestoreTTL      = "ERR ohbloom serve does not expire keys yet: RESTORE with a TTL in the future is refused (give TTL 0)"
 )
 
 // cmdDump is DUMP key: a null reply for a missing key, else the key's
 // payload.
 func cmdDump(s *Server, sess *session, w replier, args [][]byte) {
 	name := string(args[1])
-	e := s.store.get(name)
+	e := s.store.get(sess.db, name)
 	if e == nil {
 		w.WriteNull()
 		return
@@ -178,7 +176,7 @@ func cmdRestore(s *Server, sess *session, w replier, args [][]byte) {
 		}
 	}
 	name := string(args[1])
-	if !replace && s.store.get(name) != nil {
+	if !replace && s.store.get(sess.db, name) != nil {
 		w.WriteError(errBusyKey)
 		return
 	}
@@ -305,7 +303,7 @@ func (s *Server) ohbloomFromValue(value []byte) (*entry, string) {
 		return nil, badData(err)
 	}
 	r := bytes.NewReader(blob)
-	_, e, err := readRecord(r) // the record's own name is the dumped key's: RESTORE names the key
+	_, _, e, err := readRecord(r) // the record's own name is the dumped key's: RESTORE names the key and its expiry
 	switch {
 	case err != nil:
 		return nil, badData(err)
@@ -318,17 +316,17 @@ func (s *Server) ohbloomFromValue(value []byte) (*entry, string) {
 	return e, ""
 }
 
-// restoreKey installs e under name, replacing a key there if replace, with
-// an expiry at expireAt (Unix milliseconds; 0: none), and answers RESTORE.
-// It is the one place a restored key's expiry goes. A time already past
-// makes no key, as in Redis: the key it would replace is deleted, and the
-// reply is OK.
+// restoreKey installs e under name in the session's database, replacing
+// a key there if replace, with an expiry at expireAt (Unix milliseconds;
+// 0: none), and answers RESTORE. It is the one place a restored key's
+// expiry goes. A time already past makes no key, as in Redis: the key it
+// would replace is deleted, and the reply is OK.
 func (s *Server) restoreKey(sess *session, w replier, name string, e *entry, replace bool, expireAt int64) {
-	if expireAt != 0 && expireAt <= s.store.now().UnixMilli() {
+	if expireAt != 0 && expireAt <= s.store.nowMs() {
 		var pos uint64
 		if replace {
 			var err error
-			if _, pos, err = s.store.del(name); err != nil {
+			if _, pos, err = s.store.del(sess.db, name); err != nil {
 				w.WriteError("ERR " + oneLine(err.Error()))
 				return
 			}
@@ -340,13 +338,9 @@ func (s *Server) restoreKey(sess *session, w replier, name string, e *entry, rep
 		w.WriteString("OK")
 		return
 	}
-	if expireAt != 0 {
-		w.WriteError(errRestoreTTL)
-		return
-	}
 	e.seq = 0 // numbered afresh, as every loaded key (store.put)
 	rec := recordBytes(name, e)[8:]
-	ok, pos, err := s.store.restore(name, e, rec, replace)
+	ok, pos, err := s.store.restore(sess.db, name, e, rec, replace, expireAt)
 	switch {
 	case err != nil:
 		w.WriteError("ERR " + oneLine(err.Error()))
@@ -362,43 +356,38 @@ func (s *Server) restoreKey(sess *session, w replier, name string, e *entry, rep
 }
 
 // restore installs e, decoded from a payload whose record is rec, under
-// name, replacing the key there if replace, and returns whether it did and
-// the log position. It is put, and a replacement: the old key's removal and
-// the new key's load are logged together under the store's lock, so that
-// no command sees the key missing between them, under the key's stripe
-// lock, so that a save still writing the old key leaves the new one to the
-// next save. The old key's data file stays until that save writes the new
-// key's over it; with the log, the records say which is current.
-func (s *store) restore(name string, e *entry, rec []byte, replace bool) (bool, uint64, error) {
-	if !replace {
-		return s.put(name, e, rec)
+// name in database db with expiry at (0: none), replacing the key there
+// if replace (a key whose time is up counts as none), and returns whether
+// it did and the log position. The key and its expiry are one place
+// record in the log, which replaces whatever the key held, logged under
+// the store's lock, so that no command sees the key missing or without
+// its expiry; under the key's stripe lock, so that a save still writing
+// the old key leaves the new one to the next save, which writes its file
+// over the old one's.
+func (s *store) restore(db int, name string, e *entry, rec []byte, replace bool, at int64) (bool, uint64, error) {
+	s.reapName(db, name)
+	if replace {
+		s.uploads.drop(uploadKey(db, name))
 	}
-	if s.log != nil && uint64(len(rec))+uint64(len(name))+1+binary.MaxVarintLen64 > maxLoadBody {
-		// Refused before the removal is logged (appendLoad's check).
-		return false, 0, fmt.Errorf("a dump of %d bytes is too large for the append-only log (at most %d)", len(rec), maxLoadBody)
-	}
-	s.uploads.drop(name)
-	lock := s.stripeOf(name)
+	lock := s.stripeOf(db, name)
 	lock.Lock()
 	defer lock.Unlock()
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	old := s.keys[name]
+	d := s.dbs[db]
+	if old := d.keys[name]; old != nil && !replace && !old.expiredAt(s.nowMs()) {
+		return false, 0, nil
+	}
 	e.seq = 0
+	e.expireAt.Store(at)
 	e.dirty.Store(true)
 	var pos uint64
 	if s.log != nil {
-		if old != nil {
-			s.log.appendDelete(name)
-		}
 		var err error
-		if pos, err = s.log.appendLoad(name, rec); err != nil {
+		if pos, err = s.log.appendPlace(db, name, at, -1, "", rec); err != nil {
 			return false, 0, err
 		}
 	}
-	s.keys[name] = e
-	if old == nil {
-		s.index.add(name)
-	}
+	d.setLocked(name, e)
 	return true, pos, nil
 }

@@ -44,7 +44,7 @@ func FuzzRestore(f *testing.F) {
 		s.exec(sess, &replyWriter{proto: 2}, args)
 	}
 	for _, key := range []string{"s", "x", "c"} {
-		p, msg := s.dumpPayload(sess, key, s.store.get(key))
+		p, msg := s.dumpPayload(sess, key, s.store.get(0, key))
 		if msg != "" {
 			f.Fatal(msg)
 		}
@@ -75,7 +75,7 @@ func FuzzRestore(f *testing.F) {
 		if r := run(t, []byte("RESTORE"), []byte("k"), []byte("0"), p, []byte("REPLACE")); string(r) != "+OK\r\n" {
 			return
 		}
-		e := s.store.get("k")
+		e := s.store.get(0, "k")
 		if e == nil || e.sizeBytes() > 1<<20 {
 			t.Fatalf("a RESTORE taken left %v", e)
 		}
@@ -86,7 +86,7 @@ func FuzzRestore(f *testing.F) {
 		if r := run(t, []byte("RESTORE"), []byte("k2"), []byte("0"), dump, []byte("REPLACE")); string(r) != "+OK\r\n" {
 			t.Fatalf("RESTORE of the DUMP of a restored key: %q", r)
 		}
-		again, msg := s.dumpPayload(sess, "k2", s.store.get("k2"))
+		again, msg := s.dumpPayload(sess, "k2", s.store.get(0, "k2"))
 		if msg != "" {
 			t.Fatal(msg)
 		}

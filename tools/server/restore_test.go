@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/ohbloom/ohbloom/internal/redisbloomtest"
 	"github.com/ohbloom/ohbloom/tools/rdb"
@@ -310,7 +311,6 @@ func TestRestoreErrors(t *testing.T) {
 			"-ERR Bad data format: corrupt record: truncated header"},
 		{[]string{"RESTORE", "k", "0", string(cut)}, "-ERR Bad data format: rdb: at byte "},
 		{[]string{"RESTORE", "k", "0", cuckooCut}, "-ERR Bad data format: rdb: at byte "},
-		{[]string{"RESTORE", "k", "60000", bloom}, "-" + errRestoreTTL},
 		{[]string{"EXISTS", "k"}, ":0"},
 		// A time already past makes no key, and removes the one REPLACE
 		// would replace, as in Redis.
@@ -810,5 +810,75 @@ func TestDumpRestoreLegacyCFKeys(t *testing.T) {
 		if got, want := answers(key+":copy"), answers(key); got != want || !strings.Contains(want, "1") {
 			t.Errorf("%s: the copy answers %s, the key %s", key, got, want)
 		}
+	}
+}
+
+// RESTORE's TTL, relative or absolute (ABSTTL), becomes the key's expiry,
+// in the session's database; REPLACE gives the key the new one (or none);
+// a time already past makes no key. The expiry and the database survive a
+// crash (the log) and a save.
+func TestRestoreTTLAndDatabases(t *testing.T) {
+	golden := loadRDBGolden(t)
+	p := string(golden[0].payload(t))
+	dir := t.TempDir()
+	s, c := startOn(t, dir, Config{AppendFsync: "always"})
+	ctx := context.Background()
+	now := time.Now()
+	if err := c.Restore(ctx, "rel", 100*time.Second, p).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if d, err := c.PTTL(ctx, "rel").Result(); err != nil || d <= 0 || d > 100*time.Second {
+		t.Fatalf("PTTL after RESTORE with a TTL of 100 s: %v %v", d, err)
+	}
+	at := now.Add(time.Hour).UnixMilli()
+	if err := c.Do(ctx, "RESTORE", "abs", at, p, "ABSTTL").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if ms, err := c.Do(ctx, "PEXPIRETIME", "abs").Int64(); err != nil || ms != at {
+		t.Fatalf("PEXPIRETIME after ABSTTL %d: %d %v", at, ms, err)
+	}
+	// REPLACE with no TTL leaves the key without one.
+	if err := c.RestoreReplace(ctx, "abs", 0, p).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if d, err := c.Do(ctx, "PTTL", "abs").Int64(); err != nil || d != -1 {
+		t.Fatalf("PTTL after REPLACE without a TTL: %v %v", d, err)
+	}
+	// A time past: OK, and no key.
+	if err := c.Do(ctx, "RESTORE", "past", now.Add(-time.Hour).UnixMilli(), p, "ABSTTL").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := c.Exists(ctx, "past").Result(); n != 0 {
+		t.Fatal("a RESTORE with a time past made a key")
+	}
+	// In database 3, with its expiry.
+	c3 := client(t, c.Options().Addr, func(o *redis.Options) { o.DB = 3 })
+	if err := c3.Do(ctx, "RESTORE", "db3", at, p, "ABSTTL").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := c.Exists(ctx, "db3").Result(); n != 0 {
+		t.Fatal("RESTORE in database 3 made a key in database 0")
+	}
+	if d, err := c3.Dump(ctx, "db3").Result(); err != nil || d != p {
+		t.Fatalf("DUMP in database 3: %v", err)
+	}
+	crash := filepath.Join(t.TempDir(), "crash")
+	if out, err := exec.Command("cp", "-a", dir, crash).CombinedOutput(); err != nil {
+		t.Fatalf("cp: %v %s", err, out)
+	}
+	s.Shutdown(ctx)
+	for _, d := range []string{crash, dir} {
+		_, r := startOn(t, d, Config{})
+		r3 := client(t, r.Options().Addr, func(o *redis.Options) { o.DB = 3 })
+		if ms, err := r3.Do(ctx, "PEXPIRETIME", "db3").Int64(); err != nil || ms != at {
+			t.Fatalf("%s: PEXPIRETIME of db3 in database 3: %d %v", d, ms, err)
+		}
+		if d, err := r.PTTL(ctx, "rel").Result(); err != nil || d <= 0 {
+			t.Fatalf("PTTL of rel after a restart: %v %v", d, err)
+		}
+		if d, err := r.Do(ctx, "PTTL", "abs").Int64(); err != nil || d != -1 {
+			t.Fatalf("PTTL of abs after a restart: %v %v", d, err)
+		}
+		checkRestoredBloom(t, r3, "db3", &golden[0])
 	}
 }
