@@ -28,15 +28,7 @@ func TestCountingBatchMatchesSingle(t *testing.T) {
 			}
 			aref := ref.ToAtomic()
 			got := make([]bool, len(keys)+3)
-			check := func(name string, run func()) {
-				clear(got)
-				run()
-				for i := range keys {
-					if got[i] != want[i] {
-						t.Fatalf("%s: key %d: %v, single Test %v", name, i, got[i], want[i])
-					}
-				}
-			}
+			check := matchesSingle(t, want, got)
 			check("CountingFilter.TestBatch", func() { ref.TestBatch(keys, got) })
 			check("CountingFilter.TestBatchStrings", func() { ref.TestBatchStrings(strs, got) })
 			check("AtomicCountingFilter.TestBatch", func() { aref.TestBatch(keys, got) })
@@ -84,15 +76,7 @@ func TestScalableBatchMatchesSingle(t *testing.T) {
 			}
 			aref := a
 			got := make([]bool, len(all))
-			check := func(name string, run func()) {
-				clear(got)
-				run()
-				for i := range all {
-					if got[i] != wantT[i] {
-						t.Fatalf("%s: key %d: %v, single Test %v", name, i, got[i], wantT[i])
-					}
-				}
-			}
+			check := matchesSingle(t, wantT, got)
 			check("ScalableFilter.TestBatch", func() { ref.TestBatch(all, got) })
 			check("ScalableFilter.TestBatchStrings", func() { ref.TestBatchStrings(allStrs, got) })
 			check("AtomicScalableFilter.TestBatch", func() { aref.TestBatch(all, got) })

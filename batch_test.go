@@ -75,15 +75,7 @@ func TestBatchMatchesSingle(t *testing.T) {
 			}
 			aref := ref.ToAtomic()
 			got := make([]bool, len(keys)+3) // longer than needed is fine
-			check := func(name string, run func()) {
-				clear(got)
-				run()
-				for i := range keys {
-					if got[i] != want[i] {
-						t.Fatalf("%s: key %d: %v, single Test %v", name, i, got[i], want[i])
-					}
-				}
-			}
+			check := matchesSingle(t, want, got)
 			check("Filter.TestBatch", func() { ref.TestBatch(keys, got) })
 			check("Filter.TestBatchStrings", func() { ref.TestBatchStrings(strs, got) })
 			check("Filter.TestHashes", func() { ref.TestHashes(all, got) })
@@ -242,6 +234,21 @@ func TestHandOver(t *testing.T) {
 				if mem[i] != want {
 					t.Fatalf("from %d, n %d: word %d is %#x, want %#x", from, n, i, mem[i], want)
 				}
+			}
+		}
+	}
+}
+
+// matchesSingle returns a check that a batched call writing into got
+// answers want[i] for every key, as the single-key Test did.
+func matchesSingle(t *testing.T, want, got []bool) func(name string, run func()) {
+	return func(name string, run func()) {
+		t.Helper()
+		clear(got)
+		run()
+		for i := range want {
+			if got[i] != want[i] {
+				t.Fatalf("%s: key %d: %v, single Test %v", name, i, got[i], want[i])
 			}
 		}
 	}

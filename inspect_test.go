@@ -120,21 +120,7 @@ func FuzzInspect(f *testing.F) {
 	good, _ := c.MarshalBinary()
 	f.Add(good)
 	f.Add(good[:len(good)-3])
-	s, _ := NewScalableWithConfig(Config{Capacity: 20, FPR: 0.05, Growth: 3})
-	for i := range 100 {
-		s.AddString(fmt.Sprint(i))
-	}
-	var b bytes.Buffer
-	s.WriteTo(&b)
-	f.Add(b.Bytes())
-	f.Add(b.Bytes()[:200])
-	for _, name := range []string{"v1-350.bin", "v2-450.bin"} {
-		data, err := os.ReadFile(filepath.Join("testdata", "scalable", name))
-		if err != nil {
-			f.Fatal(err)
-		}
-		f.Add(data)
-	}
+	addScalableSeeds(f)
 	f.Fuzz(func(t *testing.T, data []byte) {
 		info, err := inspect(bytes.NewReader(data), int64(len(data)))
 		whole := func(n int64, err error) bool { return err == nil && n == int64(len(data)) }

@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"log/slog"
 	"net"
@@ -17,7 +18,7 @@ import (
 )
 
 func runServe(e env, args []string) int {
-	fs := flags(e, "serve", "[flags]",
+	fs := flags(e, "serve", "[config-file] [flags]",
 		"Serves ohbloom filters over the Redis protocol with RedisBloom's commands\n"+
 			"(BF.RESERVE, BF.ADD, BF.MADD, BF.EXISTS, BF.MEXISTS, BF.INSERT, BF.INFO,\n"+
 			"BF.CARD, BF.SCANDUMP, BF.LOADCHUNK, and CF.* on counting filters), so any\n"+
@@ -42,7 +43,12 @@ func runServe(e env, args []string) int {
 			"no plaintext TCP port: TLS or the socket only.\n\n"+
 			"The password may also come from the environment variable\n"+
 			"OHBLOOM_REQUIREPASS, which keeps it out of ps, and the key's passphrase\n"+
-			"from OHBLOOM_TLS_KEY_FILE_PASS.")
+			"from OHBLOOM_TLS_KEY_FILE_PASS.\n"+
+			"A configuration file in Redis's syntax (the first argument, or --config)\n"+
+			"sets what flags set, under Redis's names where Redis has them (port, bind,\n"+
+			"maxclients, maxmemory, appendfsync, requirepass, aclfile, slowlog-*,\n"+
+			"tls-*, unixsocket); flags given override it, and CONFIG REWRITE writes\n"+
+			"it back.")
 	addr := fs.String("addr", server.DefaultAddr, "address to serve plaintext on (loopback by default); empty for none")
 	tlsPort := fs.String("tls-port", "", "port (on --addr's host) or address to serve TLS on; empty or 0 for none")
 	var tlsCfg server.TLSConfig
@@ -65,18 +71,32 @@ func runServe(e env, args []string) int {
 	maxUnauth := fs.Int64("max-unauth-buffered-bytes", 0, "most of --max-buffered-bytes that clients not yet authenticated (with --requirepass) may hold together (0: 32 MiB, or --max-buffered-bytes if less)")
 	maxClients := fs.Int("max-clients", server.DefaultMaxClients, "most connections served at once (lowered to fit the open-file limit)")
 	loops := fs.Int("event-loops", 0, "event loops serving the connections (0: one per two cores)")
+	databases := fs.Int("databases", server.DefaultDatabases, "number of databases SELECT chooses between, as Redis's databases")
 	appendOnly := fs.String("appendonly", "yes", "yes: log every change to --dir, replayed at start; no: a crash loses the changes since the last save")
 	appendFsync := fs.String("appendfsync", "everysec", "when the log is fsynced: always (before each reply), everysec (a crash loses at most about a second), no (when the kernel writes back)")
 	maxUpload := fs.Uint64("max-upload-bytes", 0, "bytes LOADCHUNK uploads in progress may hold in all (0: twice the largest dump of a --max-filter-bytes filter)")
 	maxDump := fs.Uint64("max-dump-bytes", 0, "bytes SCANDUMPs in progress may hold in all (0: twice the largest dump of a --max-filter-bytes filter)")
+	maxMemory := fs.String("maxmemory", "0", "most memory the server may hold (Redis's maxmemory, noeviction: past it, writes that may add memory are refused); 0 for no limit; units b, k, kb, m, mb, g, gb")
+	aclFile := fs.String("aclfile", "", "users file in Redis's ACL syntax (ACL LOAD, ACL SAVE); without it users are kept in --dir")
+	configFile := fs.String("config", "", "configuration file in Redis's syntax (as redis-server's first argument)")
 	verbose := fs.Bool("v", false, "log connections closed on errors")
+	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		// redis-server's form: the configuration file first, flags after.
+		*configFile, args = args[0], args[1:]
+	}
 	var loads loadFlags
 	fs.Var(&loads, "load", "serve the filter file FILE as key NAME: NAME=FILE, repeatable (see above)")
 	if code, ok := parse(fs, args); !ok {
 		return code
 	}
-	if fs.NArg() != 0 {
+	if fs.NArg() == 1 && *configFile == "" {
+		*configFile = fs.Arg(0)
+	} else if fs.NArg() != 0 {
 		return usageError(e, fs, "unexpected argument %q", fs.Arg(0))
+	}
+	maxMem, err := server.ParseMemory(*maxMemory)
+	if err != nil {
+		return usageError(e, fs, "--maxmemory %q: %v", *maxMemory, err)
 	}
 	if *appendOnly != "yes" && *appendOnly != "no" {
 		return usageError(e, fs, "--appendonly %q: yes or no", *appendOnly)
@@ -84,40 +104,65 @@ func runServe(e env, args []string) int {
 	if *saveEvery == 0 {
 		return usageError(e, fs, "--save-interval 0: give a positive interval, or a negative one to save only at shutdown")
 	}
-	tlsAddr, err := tlsAddress(*addr, *tlsPort)
-	if err != nil {
-		return usageError(e, fs, "%v", err)
-	}
-	switch {
-	case tlsAddr != "" && tlsCfg.CertFile == "":
-		return usageError(e, fs, "--tls-port needs --tls-cert-file and --tls-key-file")
-	case tlsAddr == "" && (tlsCfg.CertFile != "" || tlsCfg.KeyFile != ""):
-		return usageError(e, fs, "--tls-cert-file and --tls-key-file serve nothing without --tls-port")
-	case *addr == "" && tlsAddr == "" && *unixSocket == "":
-		return usageError(e, fs, "--addr \"\" without --tls-port or --unixsocket: nothing to serve on")
-	}
-	if tlsAddr == "" {
-		tlsCfg = server.TLSConfig{}
-	}
 	var perm os.FileMode
 	if *unixPerm != "" {
 		p, err := strconv.ParseUint(*unixPerm, 8, 32)
 		if err != nil || p > 0o777 {
 			return usageError(e, fs, "--unixsocketperm %q: octal permissions, at most 777", *unixPerm)
 		}
-		if *unixSocket == "" {
-			return usageError(e, fs, "--unixsocketperm without --unixsocket")
-		}
 		perm = os.FileMode(p)
+	}
+	flagged := server.Config{Addr: *addr, TLS: tlsCfg, UnixSocket: *unixSocket, UnixSocketPerm: perm, DataDir: *dir, SaveInterval: *saveEvery, Password: *pass,
+		MaxFilterBytes: *maxFilter, MaxRequestBytes: *maxRequest, MaxBufferedBytes: *maxBuffered, MaxUnauthBufferedBytes: *maxUnauth, MaxClients: *maxClients, EventLoops: *loops, Databases: *databases,
+		DisableAppendLog: *appendOnly == "no", AppendFsync: *appendFsync, MaxUploadBytes: *maxUpload, MaxDumpBytes: *maxDump,
+		MaxMemory: uint64(maxMem), ACLFile: *aclFile}
+	cfg := flagged
+	if *configFile != "" {
+		// The file's settings, then the flags given over them.
+		cfg = server.Config{}
+		if err := server.ReadConfigFile(*configFile, &cfg); err != nil {
+			return fail(e, "serve", err)
+		}
+		if cfg.Addr == "" {
+			cfg.Addr = server.DefaultAddr // "" is --addr "": no plaintext port
+		}
+		if cfg.Password == "" {
+			cfg.Password = *pass // OHBLOOM_REQUIREPASS
+		}
+		if cfg.TLS.KeyFilePass == "" {
+			cfg.TLS.KeyFilePass = tlsCfg.KeyFilePass // OHBLOOM_TLS_KEY_FILE_PASS
+		}
+		overrideFlags(fs, &cfg, flagged)
+	}
+	if flagGiven(fs, "tls-port") {
+		// On the host of --addr, or of the file's bind, either given.
+		if cfg.TLSAddr, err = tlsAddress(cfg.Addr, *tlsPort); err != nil {
+			return usageError(e, fs, "%v", err)
+		}
+	}
+	switch {
+	case cfg.TLSAddr != "" && cfg.TLS.CertFile == "":
+		return usageError(e, fs, "--tls-port needs --tls-cert-file and --tls-key-file")
+	case cfg.TLSAddr == "" && (cfg.TLS.CertFile != "" || cfg.TLS.KeyFile != ""):
+		return usageError(e, fs, "--tls-cert-file and --tls-key-file serve nothing without --tls-port")
+	case cfg.Addr == "" && cfg.TLSAddr == "" && cfg.UnixSocket == "":
+		return usageError(e, fs, "--addr \"\" without --tls-port or --unixsocket: nothing to serve on")
+	case *unixPerm != "" && cfg.UnixSocket == "":
+		return usageError(e, fs, "--unixsocketperm without --unixsocket")
+	case *databases < 1:
+		return usageError(e, fs, "--databases %d: at least 1", *databases)
+	}
+	if cfg.TLSAddr == "" {
+		cfg.TLS = server.TLSConfig{}
 	}
 	// A missing directory is refused, as Redis refuses a missing dir: made
 	// here, a mistyped path would start an empty server that looks like
 	// lost data.
-	if *dir != "" {
-		if st, err := os.Stat(*dir); err != nil {
-			return fail(e, "serve", fmt.Errorf("--dir %s: %w (ohbloom serve creates no data directory: create it first)", *dir, errors.Unwrap(err)))
+	if cfg.DataDir != "" {
+		if st, err := os.Stat(cfg.DataDir); err != nil {
+			return fail(e, "serve", fmt.Errorf("--dir %s: %w (ohbloom serve creates no data directory: create it first)", cfg.DataDir, errors.Unwrap(err)))
 		} else if !st.IsDir() {
-			return fail(e, "serve", fmt.Errorf("--dir %s is not a directory", *dir))
+			return fail(e, "serve", fmt.Errorf("--dir %s is not a directory", cfg.DataDir))
 		}
 	}
 	level := slog.LevelInfo
@@ -130,9 +175,8 @@ func runServe(e env, args []string) int {
 		logger.Error(msg, "err", err)
 		return ExitFailure
 	}
-	srv, err := server.New(server.Config{Addr: *addr, TLSAddr: tlsAddr, TLS: tlsCfg, UnixSocket: *unixSocket, UnixSocketPerm: perm, DataDir: *dir, SaveInterval: *saveEvery, Password: *pass,
-		MaxFilterBytes: *maxFilter, MaxRequestBytes: *maxRequest, MaxBufferedBytes: *maxBuffered, MaxUnauthBufferedBytes: *maxUnauth, MaxClients: *maxClients, EventLoops: *loops, Logger: logger,
-		DisableAppendLog: *appendOnly == "no", AppendFsync: *appendFsync, MaxUploadBytes: *maxUpload, MaxDumpBytes: *maxDump})
+	cfg.Logger = logger
+	srv, err := server.New(cfg)
 	if err != nil {
 		return failed("cannot start", err)
 	}
@@ -142,7 +186,7 @@ func runServe(e env, args []string) int {
 			return failed("cannot load a filter file", err)
 		}
 	}
-	lns, err := listen(srv, *addr, tlsAddr, *unixSocket, perm)
+	lns, err := listen(srv, cfg.Addr, cfg.TLSAddr, cfg.UnixSocket, cfg.UnixSocketPerm)
 	if err != nil {
 		srv.Shutdown(context.Background())
 		return failed("cannot listen", err)
@@ -166,7 +210,7 @@ func runServe(e env, args []string) int {
 			return failed("serving", err)
 		case <-hup:
 			reload(srv, logger, loads)
-			if tlsAddr != "" {
+			if cfg.TLSAddr != "" {
 				if err := srv.ReloadTLS(); err != nil {
 					logger.Error("SIGHUP: the TLS certificates in use stay", "err", err)
 				} else {
@@ -177,7 +221,7 @@ func runServe(e env, args []string) int {
 			done = true
 		}
 	}
-	if *dir != "" {
+	if cfg.DataDir != "" {
 		logger.Info("shutting down, saving filters")
 	} else {
 		logger.Info("shutting down; no --dir, so nothing is saved")
@@ -187,12 +231,83 @@ func runServe(e env, args []string) int {
 	if err := srv.Shutdown(shutdown); err != nil {
 		return failed("shutdown", err)
 	}
-	if *dir != "" {
-		logger.Info("saved, bye", "dir", *dir)
+	if cfg.DataDir != "" {
+		logger.Info("saved, bye", "dir", cfg.DataDir)
 	} else {
 		logger.Info("bye")
 	}
 	return ExitOK
+}
+
+// overrideFlags sets in c the settings of the flags given on the command
+// line, from flagged.
+func overrideFlags(fs *flag.FlagSet, c *server.Config, flagged server.Config) {
+	fs.Visit(func(f *flag.Flag) {
+		switch f.Name {
+		case "addr":
+			c.Addr = flagged.Addr
+		case "dir":
+			c.DataDir = flagged.DataDir
+		case "save-interval":
+			c.SaveInterval = flagged.SaveInterval
+		case "requirepass":
+			c.Password = flagged.Password
+		case "max-filter-bytes":
+			c.MaxFilterBytes = flagged.MaxFilterBytes
+		case "max-request-bytes":
+			c.MaxRequestBytes = flagged.MaxRequestBytes
+		case "max-buffered-bytes":
+			c.MaxBufferedBytes = flagged.MaxBufferedBytes
+		case "max-unauth-buffered-bytes":
+			c.MaxUnauthBufferedBytes = flagged.MaxUnauthBufferedBytes
+		case "max-clients":
+			c.MaxClients = flagged.MaxClients
+		case "event-loops":
+			c.EventLoops = flagged.EventLoops
+		case "databases":
+			c.Databases = flagged.Databases
+		case "appendonly":
+			c.DisableAppendLog = flagged.DisableAppendLog
+		case "appendfsync":
+			c.AppendFsync = flagged.AppendFsync
+		case "max-upload-bytes":
+			c.MaxUploadBytes = flagged.MaxUploadBytes
+		case "max-dump-bytes":
+			c.MaxDumpBytes = flagged.MaxDumpBytes
+		case "maxmemory":
+			c.MaxMemory = flagged.MaxMemory
+		case "aclfile":
+			c.ACLFile = flagged.ACLFile
+		case "tls-cert-file":
+			c.TLS.CertFile = flagged.TLS.CertFile
+		case "tls-key-file":
+			c.TLS.KeyFile = flagged.TLS.KeyFile
+		case "tls-key-file-pass":
+			c.TLS.KeyFilePass = flagged.TLS.KeyFilePass
+		case "tls-ca-cert-file":
+			c.TLS.CACertFile = flagged.TLS.CACertFile
+		case "tls-ca-cert-dir":
+			c.TLS.CACertDir = flagged.TLS.CACertDir
+		case "tls-auth-clients":
+			c.TLS.AuthClients = flagged.TLS.AuthClients
+		case "tls-protocols":
+			c.TLS.Protocols = flagged.TLS.Protocols
+		case "tls-ciphers":
+			c.TLS.Ciphers = flagged.TLS.Ciphers
+		case "unixsocket":
+			c.UnixSocket = flagged.UnixSocket
+		case "unixsocketperm":
+			c.UnixSocketPerm = flagged.UnixSocketPerm
+		}
+		// tls-port: runServe, on the address the flags and the file give.
+	})
+}
+
+// flagGiven reports whether the flag name was given on the command line.
+func flagGiven(fs *flag.FlagSet, name string) bool {
+	given := false
+	fs.Visit(func(f *flag.Flag) { given = given || f.Name == name })
+	return given
 }
 
 // tlsAddress is the address --tls-port names: a port alone on --addr's

@@ -122,8 +122,15 @@ func TestServeUsage(t *testing.T) {
 	if _, errOut, code := run(t, "", "serve", "--save-interval", "0s"); code != ExitUsage || !strings.Contains(errOut, "--save-interval") {
 		t.Fatalf("serve --save-interval 0: code %d, %q", code, errOut)
 	}
-	if _, errOut, code := run(t, "", "serve", "extra"); code != ExitUsage || !strings.Contains(errOut, "unexpected argument") {
-		t.Fatalf("serve extra: code %d, %q", code, errOut)
+	if _, errOut, code := run(t, "", "serve", "a.conf", "extra"); code != ExitUsage || !strings.Contains(errOut, "unexpected argument \"extra\"") {
+		t.Fatalf("serve a.conf extra: code %d, %q", code, errOut)
+	}
+	// The first argument is a configuration file, as redis-server's.
+	if _, errOut, code := run(t, "", "serve", "missing.conf"); code != ExitFailure || !strings.Contains(errOut, "missing.conf") {
+		t.Fatalf("serve missing.conf: code %d, %q", code, errOut)
+	}
+	if _, errOut, code := run(t, "", "serve", "--maxmemory", "12xb"); code != ExitUsage || !strings.Contains(errOut, "argument must be a memory value") {
+		t.Fatalf("serve --maxmemory 12xb: code %d, %q", code, errOut)
 	}
 	if _, errOut, code := run(t, "", "serve", "--max-buffered-bytes", "1000"); code != ExitFailure || !strings.Contains(errOut, "MaxBufferedBytes") {
 		t.Fatalf("serve --max-buffered-bytes below --max-request-bytes: code %d, %q", code, errOut)
@@ -135,6 +142,14 @@ func TestServeUsage(t *testing.T) {
 	}
 	if _, errOut, code := run(t, "", "serve", "--event-loops", "-1"); code != ExitFailure || !strings.Contains(errOut, "EventLoops") {
 		t.Fatalf("serve --event-loops -1: code %d, %q", code, errOut)
+	}
+	for _, bad := range []string{"0", "-3"} {
+		if _, errOut, code := run(t, "", "serve", "--databases", bad); code != ExitUsage || !strings.Contains(errOut, "--databases "+bad) {
+			t.Fatalf("serve --databases %s: code %d, %q", bad, code, errOut)
+		}
+	}
+	if _, errOut, code := run(t, "", "serve", "--databases", "2000000"); code != ExitFailure || !strings.Contains(errOut, "Databases") {
+		t.Fatalf("serve --databases 2000000: code %d, %q", code, errOut)
 	}
 	if out, _, code := run(t, "", "serve", "--help"); code != ExitOK || !strings.Contains(out, "BF.RESERVE") || !strings.Contains(out, "max-buffered-bytes") {
 		t.Fatalf("serve --help: code %d, %q", code, out)

@@ -244,3 +244,36 @@ func TestServeTLSUsage(t *testing.T) {
 		t.Errorf("serve with a missing certificate: code %d, %q", code, errOut)
 	}
 }
+
+// The TLS and socket settings from a configuration file, under Redis's
+// names, with flags given over them.
+func TestServeConfigFileTLS(t *testing.T) {
+	ca := newTestCA(t)
+	certFile, keyFile := ca.issue(t, "server", false)
+	free, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, port, _ := net.SplitHostPort(free.Addr().String())
+	free.Close()
+	dir := t.TempDir()
+	sock := filepath.Join(dir, "ohbloom.sock")
+	conf := filepath.Join(dir, "ohbloom.conf")
+	os.WriteFile(conf, []byte("tls-port "+port+"\ntls-cert-file "+certFile+"\ntls-key-file "+keyFile+
+		"\ntls-auth-clients no\nunixsocket "+sock+"\nunixsocketperm 750\n"), 0o600)
+	_, _, lines := startServe(t, "--config", conf, "--unixsocketperm", "700")
+	if line := lines.waitFor(`msg="listening with TLS"`); !strings.HasSuffix(line, "addr=127.0.0.1:"+port) {
+		t.Fatalf("serve's TLS line: %q", line)
+	}
+	lines.waitFor(`msg="listening on a Unix socket"`)
+	if fi, err := os.Stat(sock); err != nil || fi.Mode().Perm() != 0o700 {
+		t.Fatalf("the socket file, --unixsocketperm 700 over the file's 750: %v %v", fi, err)
+	}
+	ctx := context.Background()
+	secure := redis.NewClient(&redis.Options{Addr: "127.0.0.1:" + port, TLSConfig: &tls.Config{RootCAs: ca.pool}})
+	defer secure.Close()
+	got, err := secure.ConfigGet(ctx, "tls-auth-clients").Result()
+	if err != nil || got["tls-auth-clients"] != "no" {
+		t.Fatalf("CONFIG GET tls-auth-clients over TLS: %v %v", got, err)
+	}
+}

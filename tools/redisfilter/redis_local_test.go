@@ -177,11 +177,21 @@ func startCluster() (string, error) {
 	if out, err := exec.Command("redis-cli", args...).CombinedOutput(); err != nil {
 		return "", fmt.Errorf("redis-cli --cluster create: %v: %s", err, out)
 	}
-	host, port, _ := net.SplitHostPort(addrs[0])
+	// Every node must say the cluster is up: each learns the others'
+	// slots through the bus in its own time, and a client may reach any.
+	ready := func() bool {
+		for _, a := range addrs {
+			host, port, _ := net.SplitHostPort(a)
+			out, _ := exec.Command("redis-cli", "-h", host, "-p", port, "cluster", "info").Output()
+			if !strings.Contains(string(out), "cluster_state:ok") {
+				return false
+			}
+		}
+		return true
+	}
 	deadline := time.Now().Add(60 * time.Second)
 	for {
-		out, _ := exec.Command("redis-cli", "-h", host, "-p", port, "cluster", "info").Output()
-		if strings.Contains(string(out), "cluster_state:ok") {
+		if ready() {
 			return strings.Join(addrs, ","), nil
 		}
 		if time.Now().After(deadline) {

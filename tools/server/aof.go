@@ -45,6 +45,25 @@ package server
 //	                   chunk, or a piece of one (at most rbChunkPiece
 //	                   bytes, so that every record but a load stays small)
 //	12-16              a cuckoo key's records (cuckoo_log.go)
+//	17 in-database     not a kind of its own: the database, a uvarint from
+//	                   1 to 2^20-1, then a body of any other kind but
+//	                   flush-all and swap, which applies to that database
+//	                   (a body without it applies to database 0, so that
+//	                   the log of a server without databases reads as
+//	                   database 0)
+//	18 expire          when the key expires, Unix milliseconds u64; 0 for
+//	                   never (PERSIST)
+//	19 flush-database  nothing (no key): FLUSHDB
+//	20 place           (RENAME, COPY, MOVE) when the key expires u64 (0
+//	                   never), then the source database plus one, a
+//	                   uvarint, 0 when the source stays (COPY); otherwise
+//	                   the source's key (its length as a uvarint and its
+//	                   bytes), removed; then a key record (store.go's
+//	                   format) that becomes the key, replacing what it
+//	                   held. The key's whole state, as a load's, so that
+//	                   replaying it is exact whatever the snapshot holds
+//	                   of either key.
+//	21 swap-databases  (no key) two databases, uvarints: SWAPDB
 //
 // A RedisBloom key's changes are numbered as a CF key's (store.go's
 // entry.mu): its growth and counts depend on the order of its adds, and a
@@ -97,6 +116,15 @@ const (
 	recCreateRB       = 9
 	recRBAdd          = 10
 	recRBChunk        = 11
+	// 12 to 16 are a cuckoo key's (cuckoo_log.go).
+	recInDB    = 17
+	recExpire  = 18
+	recFlushDB = 19
+	recPlace   = 20
+	recSwapDB  = 21
+
+	// maxDatabases bounds --databases, and the database a record names.
+	maxDatabases = 1 << 20
 
 	// rbChunkPiece is the most data one redisbloom-chunk record carries:
 	// with the longest key it keeps the record under maxSmallBody.
@@ -168,11 +196,25 @@ func (p fsyncPolicy) String() string {
 	return [...]string{"everysec", "always", "no"}[p]
 }
 
+// policy is the log's fsync policy now.
+func (l *appendLog) policy() fsyncPolicy { return fsyncPolicy(l.pol.Load()) }
+
+// setPolicy changes the fsync policy (CONFIG SET appendfsync). Under l.mu,
+// so that no flush decides under one policy and syncs under another.
+func (l *appendLog) setPolicy(p fsyncPolicy) {
+	l.mu.Lock()
+	l.pol.Store(uint32(p))
+	l.mu.Unlock()
+}
+
 // appendLog is the writer of the log. Its methods are safe for concurrent
 // use.
 type appendLog struct {
-	dir    string
-	policy fsyncPolicy
+	dir string
+	// pol is the fsyncPolicy, which CONFIG SET appendfsync changes while
+	// the log runs: a change applies to the records appended after it
+	// (the ones waiting keep what they were promised).
+	pol    atomic.Uint32
 	logger *slog.Logger
 	epoch  time.Time
 	// man is the directory's manifest: the log records there the
@@ -284,8 +326,9 @@ type loadPiece struct {
 // with none, starts the next one the manifest allows, and starts the
 // flusher.
 func openLog(dir string, policy fsyncPolicy, last *segmentFile, man *manifest, logger *slog.Logger) (*appendLog, error) {
-	l := &appendLog{dir: dir, policy: policy, logger: logger, epoch: time.Now(), man: man,
+	l := &appendLog{dir: dir, logger: logger, epoch: time.Now(), man: man,
 		wake: make(chan struct{}, 1), demand: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
+	l.pol.Store(uint32(policy))
 	l.cond.L = &l.mu
 	if last == nil {
 		gen := man.state().last + 1
@@ -357,11 +400,17 @@ func (l *appendLog) clock() time.Duration {
 	return time.Since(l.epoch) + 1
 }
 
-// begin starts a record in buf and returns where.
-func begin[K ~string | ~[]byte](l *appendLog, kind byte, key K) int {
+// begin starts a record in buf, of the key of database db, and returns
+// where.
+func begin[K ~string | ~[]byte](l *appendLog, kind byte, db int, key K) int {
 	start := len(l.buf)
-	l.buf = append(l.buf, 0, 0, 0, 0, 0, 0, 0, 0, kind)
-	if kind != recFlushAll {
+	l.buf = append(l.buf, 0, 0, 0, 0, 0, 0, 0, 0)
+	if db != 0 {
+		l.buf = append(l.buf, recInDB)
+		l.buf = binary.AppendUvarint(l.buf, uint64(db))
+	}
+	l.buf = append(l.buf, kind)
+	if kind != recFlushAll && kind != recFlushDB && kind != recSwapDB {
 		l.buf = binary.AppendUvarint(l.buf, uint64(len(key)))
 		l.buf = append(l.buf, key...)
 	}
@@ -412,9 +461,9 @@ func (l *appendLog) mirrorLocked() {
 
 // appendHashes logs adds (recBloomAdd; seq unused) or a CF key's adds
 // (recCountingAdd, numbered from seq), at most hashesPerRecord of them.
-func (l *appendLog) appendHashes(kind byte, key []byte, seq uint64, hs []uint64) uint64 {
+func (l *appendLog) appendHashes(kind byte, db int, key []byte, seq uint64, hs []uint64) uint64 {
 	l.mu.Lock()
-	start := begin(l, kind, key)
+	start := begin(l, kind, db, key)
 	if kind == recCountingAdd {
 		l.buf = binary.LittleEndian.AppendUint64(l.buf, seq)
 	}
@@ -426,9 +475,9 @@ func (l *appendLog) appendHashes(kind byte, key []byte, seq uint64, hs []uint64)
 	return pos
 }
 
-func (l *appendLog) appendRemove(key []byte, seq, h uint64) uint64 {
+func (l *appendLog) appendRemove(db int, key []byte, seq, h uint64) uint64 {
 	l.mu.Lock()
-	start := begin(l, recCountingRemove, key)
+	start := begin(l, recCountingRemove, db, key)
 	l.buf = binary.LittleEndian.AppendUint64(l.buf, seq)
 	l.buf = binary.LittleEndian.AppendUint64(l.buf, h)
 	pos := l.seal(start)
@@ -436,28 +485,28 @@ func (l *appendLog) appendRemove(key []byte, seq, h uint64) uint64 {
 	return pos
 }
 
-func (l *appendLog) appendCreate(key string, e *entry) uint64 {
+func (l *appendLog) appendCreate(db int, key string, e *entry) uint64 {
 	le := binary.LittleEndian
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if e.kind == kindCounting {
-		start := begin(l, recCreateCounting, key)
+		start := begin(l, recCreateCounting, db, key)
 		l.buf = le.AppendUint64(l.buf, e.capacity)
 		l.buf = le.AppendUint64(l.buf, math.Float64bits(e.errorRate))
 		l.buf = le.AppendUint64(l.buf, e.seed)
 		return l.seal(start)
 	}
 	if e.kind == kindCuckoo {
-		start := begin(l, recCuckooCreate, key)
+		start := begin(l, recCuckooCreate, db, key)
 		l.buf = appendCuckooHeader(l.buf, e.cf.Info())
 		return l.seal(start)
 	}
 	if e.kind == kindRedisBloom {
-		start := begin(l, recCreateRB, key)
+		start := begin(l, recCreateRB, db, key)
 		_, l.buf = e.rb.ScanDump(0, l.buf)
 		return l.seal(start)
 	}
-	start := begin(l, recCreateBloom, key)
+	start := begin(l, recCreateBloom, db, key)
 	flags, growth := byte(0), uint64(defaultExpansion)
 	if e.kind == kindFixed {
 		flags = 1
@@ -474,10 +523,10 @@ func (l *appendLog) appendCreate(key string, e *entry) uint64 {
 
 // appendRBAdds logs the adds of a RedisBloom key, numbered from seq: the
 // hash pairs of the items it took as new, at most hashesPerRecord.
-func (l *appendLog) appendRBAdds(key []byte, seq uint64, pairs [][2]uint64) uint64 {
+func (l *appendLog) appendRBAdds(db int, key []byte, seq uint64, pairs [][2]uint64) uint64 {
 	le := binary.LittleEndian
 	l.mu.Lock()
-	start := begin(l, recRBAdd, key)
+	start := begin(l, recRBAdd, db, key)
 	l.buf = le.AppendUint64(l.buf, seq)
 	for _, p := range pairs {
 		l.buf = le.AppendUint64(l.buf, p[0])
@@ -492,14 +541,14 @@ func (l *appendLog) appendRBAdds(key []byte, seq uint64, pairs [][2]uint64) uint
 // records of at most rbChunkPiece bytes, numbered from seq, and returns
 // the position after the last and how many it wrote. A piece at bytes
 // [p, p+n) of the chain is the chunk of iterator p + n + 1.
-func (l *appendLog) appendRBChunk(key []byte, seq uint64, iter int64, data []byte) (uint64, uint64) {
+func (l *appendLog) appendRBChunk(db int, key []byte, seq uint64, iter int64, data []byte) (uint64, uint64) {
 	le := binary.LittleEndian
 	start := uint64(iter) - uint64(len(data)) - 1 // the chunk's first byte; LoadChunk checked it
 	var pos, n uint64
 	l.mu.Lock()
 	for off := 0; off < len(data); off += rbChunkPiece {
 		piece := data[off:min(len(data), off+rbChunkPiece)]
-		at := begin(l, recRBChunk, key)
+		at := begin(l, recRBChunk, db, key)
 		l.buf = le.AppendUint64(l.buf, seq+n)
 		l.buf = le.AppendUint64(l.buf, start+uint64(off)+uint64(len(piece))+1)
 		l.buf = append(l.buf, piece...)
@@ -510,32 +559,85 @@ func (l *appendLog) appendRBChunk(key []byte, seq uint64, iter int64, data []byt
 	return pos, n
 }
 
-func (l *appendLog) appendDelete(key string) uint64 {
+func (l *appendLog) appendDelete(db int, key string) uint64 {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.seal(begin(l, recDelete, key))
+	return l.seal(begin(l, recDelete, db, key))
 }
 
 func (l *appendLog) appendFlushAll() uint64 {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.seal(begin(l, recFlushAll, ""))
+	return l.seal(begin(l, recFlushAll, 0, ""))
+}
+
+func (l *appendLog) appendFlushDB(db int) uint64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.seal(begin(l, recFlushDB, db, ""))
+}
+
+// appendSwapDB logs a SWAPDB of databases a and b, and runs swap (which
+// exchanges them) under the log's lock, so that a rotation falls wholly
+// before or after it.
+func (l *appendLog) appendSwapDB(a, b int, swap func()) uint64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	start := begin(l, recSwapDB, 0, "")
+	l.buf = binary.AppendUvarint(l.buf, uint64(a))
+	l.buf = binary.AppendUvarint(l.buf, uint64(b))
+	swap()
+	return l.seal(start)
+}
+
+// appendExpire logs when a key expires (at, Unix ms; 0 never).
+func (l *appendLog) appendExpire(db int, key string, at int64) uint64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	start := begin(l, recExpire, db, key)
+	l.buf = binary.LittleEndian.AppendUint64(l.buf, uint64(at))
+	return l.seal(start)
 }
 
 // appendLoad logs a LOADCHUNK'd key with its dump, which the log keeps (and
 // the caller must not change) until it is written. The checksum is
 // computed before the lock is taken.
-func (l *appendLog) appendLoad(key string, dump []byte) (uint64, error) {
-	var prefix [1 + binary.MaxVarintLen64]byte
-	prefix[0] = recLoad
-	np := 1 + binary.PutUvarint(prefix[1:], uint64(len(key)))
+func (l *appendLog) appendLoad(db int, key string, dump []byte) (uint64, error) {
+	return l.appendWhole(recLoad, db, key, nil, dump)
+}
+
+// appendPlace logs a RENAME, COPY or MOVE: key of database db becomes the
+// key record rec, with expiry at; the key src of database srcDB goes,
+// unless srcDB < 0.
+func (l *appendLog) appendPlace(db int, key string, at int64, srcDB int, src string, rec []byte) (uint64, error) {
+	head := binary.LittleEndian.AppendUint64(nil, uint64(at))
+	head = binary.AppendUvarint(head, uint64(srcDB+1))
+	if srcDB >= 0 {
+		head = binary.AppendUvarint(head, uint64(len(src)))
+		head = append(head, src...)
+	}
+	return l.appendWhole(recPlace, db, key, head, rec)
+}
+
+// appendWhole logs a record that carries a key record whole (load,
+// place): the record dump goes after the key and head.
+func (l *appendLog) appendWhole(kind byte, db int, key string, head, dump []byte) (uint64, error) {
+	prefix := make([]byte, 0, 2+2*binary.MaxVarintLen64)
+	if db != 0 {
+		prefix = append(prefix, recInDB)
+		prefix = binary.AppendUvarint(prefix, uint64(db))
+	}
+	prefix = append(prefix, kind)
+	prefix = binary.AppendUvarint(prefix, uint64(len(key)))
+	np := len(prefix) + len(head)
 	body := uint64(np) + uint64(len(key)) + uint64(len(dump))
 	if body > maxLoadBody {
 		return 0, fmt.Errorf("a dump of %d bytes is too large for the append-only log (at most %d)", len(dump), maxLoadBody-uint64(np+len(key)))
 	}
 	sum := xxh3.New()
-	sum.Write(prefix[:np])
+	sum.Write(prefix)
 	sum.WriteString(key)
+	sum.Write(head)
 	sum.Write(dump)
 	le := binary.LittleEndian
 	l.mu.Lock()
@@ -543,8 +645,9 @@ func (l *appendLog) appendLoad(key string, dump []byte) (uint64, error) {
 	start := len(l.buf)
 	l.buf = le.AppendUint32(l.buf, uint32(body))
 	l.buf = le.AppendUint32(l.buf, ^uint32(body))
-	l.buf = append(l.buf, prefix[:np]...)
+	l.buf = append(l.buf, prefix...)
 	l.buf = append(l.buf, key...)
+	l.buf = append(l.buf, head...)
 	l.loads = append(l.loads, loadPiece{at: len(l.buf), data: dump})
 	l.buf = le.AppendUint64(l.buf, sum.Sum64())
 	return l.appendedLocked(uint64(len(l.buf)-start) + uint64(len(dump))), nil
@@ -562,12 +665,12 @@ func (l *appendLog) appendLoad(key string, dump []byte) (uint64, error) {
 // It returns the log's error if the record did not become durable (a
 // write failed, or the try): the change must not be acknowledged.
 func (l *appendLog) await(pos uint64) error {
-	if l.policy != fsyncAlways && !l.refusing() && pos <= l.fitPos.Load() && l.buffered.Load() <= maxBuffered && !l.stalled() {
+	if l.policy() != fsyncAlways && !l.refusing() && pos <= l.fitPos.Load() && l.buffered.Load() <= maxBuffered && !l.stalled() {
 		return nil
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	strict, mayRecover := l.policy == fsyncAlways || l.err != nil || l.shortNow, l.err != nil
+	strict, mayRecover := l.policy() == fsyncAlways || l.err != nil || l.shortNow, l.err != nil
 	for {
 		switch {
 		case l.durable >= pos:
@@ -575,11 +678,12 @@ func (l *appendLog) await(pos uint64) error {
 		case !strict && l.err == nil && pos <= l.fitPos.Load() && int64(len(l.buf)) <= maxBuffered && !l.stalledLocked():
 			return nil
 		case l.flushing:
-			if l.policy != fsyncAlways {
+			counted := l.policy() != fsyncAlways
+			if counted {
 				l.stalledWriters.Add(1)
 			}
 			l.cond.Wait()
-			if l.policy != fsyncAlways {
+			if counted {
 				l.stalledWriters.Add(-1)
 			}
 		case l.err != nil:
@@ -591,7 +695,7 @@ func (l *appendLog) await(pos uint64) error {
 			l.tryRecover()
 			l.mu.Lock()
 		default:
-			l.flushLocked(l.policy != fsyncNo)
+			l.flushLocked(l.policy() != fsyncNo)
 		}
 	}
 }
@@ -609,8 +713,9 @@ type pendingWait struct {
 	// reserved left (a record past the reservation waits so too, strict
 	// or not). recover says the
 	// change was made while it was failing: the flusher tries to end the
-	// failure before it gives up on the replies.
-	strict, recover bool
+	// failure before it gives up on the replies. counted: it is counted in
+	// stalledWriters (for the tests).
+	strict, recover, counted bool
 }
 
 // awaitAsync is await for an event loop, which must not block. If the
@@ -618,7 +723,7 @@ type pendingWait struct {
 // Otherwise it registers w, which the flusher calls once they may, or
 // with the log's error if they must not go at all.
 func (l *appendLog) awaitAsync(pos uint64, w logWaiter) (wait bool, err error) {
-	if l.policy != fsyncAlways && !l.refusing() && pos <= l.fitPos.Load() && l.buffered.Load() <= maxBuffered && !l.stalled() {
+	if l.policy() != fsyncAlways && !l.refusing() && pos <= l.fitPos.Load() && l.buffered.Load() <= maxBuffered && !l.stalled() {
 		return false, nil
 	}
 	l.mu.Lock()
@@ -626,14 +731,15 @@ func (l *appendLog) awaitAsync(pos uint64, w logWaiter) (wait bool, err error) {
 	if l.durable >= pos {
 		return false, nil
 	}
-	strict := l.policy == fsyncAlways || l.err != nil || l.shortNow
+	strict := l.policy() == fsyncAlways || l.err != nil || l.shortNow
 	if !strict && pos <= l.fitPos.Load() && int64(len(l.buf)) <= maxBuffered && !l.stalledLocked() {
 		return false, nil
 	}
-	if l.policy != fsyncAlways {
+	counted := l.policy() != fsyncAlways
+	if counted {
 		l.stalledWriters.Add(1)
 	}
-	l.waiters = append(l.waiters, pendingWait{pos, w, strict, l.err != nil})
+	l.waiters = append(l.waiters, pendingWait{pos, w, strict, l.err != nil, counted})
 	select {
 	case l.demand <- struct{}{}:
 	default:
@@ -673,7 +779,7 @@ func (l *appendLog) serveWaiters() {
 		l.waiters = keep
 		if len(done) == 0 && len(failed) == 0 {
 			if l.err == nil {
-				l.flushLocked(l.policy != fsyncNo)
+				l.flushLocked(l.policy() != fsyncNo)
 				continue
 			}
 			tried = true
@@ -685,13 +791,13 @@ func (l *appendLog) serveWaiters() {
 		err := l.err
 		l.mu.Unlock()
 		for _, pw := range done {
-			if l.policy != fsyncAlways {
+			if pw.counted {
 				l.stalledWriters.Add(-1)
 			}
 			pw.w.logDone(nil)
 		}
 		for _, pw := range failed {
-			if l.policy != fsyncAlways {
+			if pw.counted {
 				l.stalledWriters.Add(-1)
 			}
 			pw.w.logDone(err)
@@ -714,7 +820,7 @@ func (l *appendLog) tryRecover() {
 }
 
 func (l *appendLog) stalled() bool {
-	if l.policy != fsyncEverysec {
+	if l.policy() != fsyncEverysec {
 		return false
 	}
 	o := time.Duration(l.oldest.Load())
@@ -722,7 +828,7 @@ func (l *appendLog) stalled() bool {
 }
 
 func (l *appendLog) stalledLocked() bool {
-	if l.policy != fsyncEverysec {
+	if l.policy() != fsyncEverysec {
 		return false
 	}
 	o := l.pendingSince
@@ -813,7 +919,7 @@ func (l *appendLog) flushGrowLocked(sync, retry bool) {
 		if sync {
 			l.unsyncedSince = 0
 		}
-		if sync || l.policy == fsyncNo {
+		if sync || l.policy() == fsyncNo {
 			l.durable = max(l.durable, b.end)
 		}
 		l.recoveredLocked()
@@ -1168,7 +1274,7 @@ func (l *appendLog) run() {
 			// A failed write is tried again here every second; a save,
 			// the heavier way out (the only one after a failed fsync),
 			// every 10 s from the failure on.
-			l.flush(l.policy != fsyncNo)
+			l.flush(l.policy() != fsyncNo)
 			switch {
 			case !l.failed.Load():
 				lastRecovery = time.Now()
@@ -1209,13 +1315,13 @@ func (l *appendLog) flushWith(sync, retry bool) error {
 func (l *appendLog) close() error {
 	close(l.stop)
 	<-l.done
-	err := l.flush(l.policy != fsyncNo)
+	err := l.flush(l.policy() != fsyncNo)
 	l.mu.Lock()
 	waiters := l.waiters
 	l.waiters = nil
 	l.mu.Unlock()
 	for _, pw := range waiters {
-		if l.policy != fsyncAlways {
+		if pw.counted {
 			l.stalledWriters.Add(-1)
 		}
 		pw.w.logDone(errors.New("the append-only log was closed"))

@@ -9,6 +9,7 @@ import (
 	"io"
 	"math"
 	"slices"
+	"sync/atomic"
 
 	"github.com/ohbloom/ohbloom"
 	"github.com/ohbloom/ohbloom/redisbloom"
@@ -22,7 +23,8 @@ import (
 // justify (a created filter is checked against maxFilterBytes first, as the
 // command that created it was).
 type replayer struct {
-	keys           map[string]*entry
+	dbs            []*database    // only their keys: load indexes them after
+	ident          []atomic.Int64 // the store's: swaps exchange identities
 	maxFilterBytes uint64
 	body           []byte // reused for every record but loads
 }
@@ -125,8 +127,26 @@ func (rp *replayer) record(r *bufio.Reader) (int64, string, error) {
 	} else if err != nil {
 		return 0, "", err
 	}
-	if kind == recLoad {
-		torn, err := rp.load(r, n)
+	prefix := []byte{kind}
+	if kind == recInDB {
+		// The database, then the kind of the body it wraps: bytes of the
+		// body, hashed with it.
+		for len(prefix) < 1+binary.MaxVarintLen64+1 && uint32(len(prefix)) < n {
+			c, err := r.ReadByte()
+			if err == io.EOF {
+				return 0, tornCut, nil
+			} else if err != nil {
+				return 0, "", err
+			}
+			prefix = append(prefix, c)
+			if len(prefix) >= 3 && prefix[len(prefix)-2] < 0x80 {
+				break // the varint ended at the byte before: c is the kind
+			}
+		}
+		kind = prefix[len(prefix)-1]
+	}
+	if kind == recLoad || kind == recPlace {
+		torn, err := rp.whole(r, n, prefix)
 		return total, torn, err
 	}
 	if n > maxSmallBody {
@@ -137,8 +157,11 @@ func (rp *replayer) record(r *bufio.Reader) (int64, string, error) {
 		}
 		return 0, "", err
 	}
-	rp.body = append(rp.body[:0], kind)
-	rp.body, err = readN(r, rp.body, int(n)-1)
+	if uint32(len(prefix)) > n {
+		return 0, "", fmt.Errorf("%w: a record of %d bytes", errCorrupt, n)
+	}
+	rp.body = append(rp.body[:0], prefix...)
+	rp.body, err = readN(r, rp.body, int(n)-len(prefix))
 	if err != nil {
 		return 0, tornIf(err), ignoreEOF(err)
 	}
@@ -283,24 +306,96 @@ func (b *bodyReader) ReadByte() (byte, error) {
 	return c[0], nil
 }
 
-// load replays a load record: the key, then a key record decoded as it
+// inDB splits a body's database (recInDB) from the body it wraps; a body
+// without one is database 0's.
+func inDB(body []byte) (int, []byte, error) {
+	if body[0] != recInDB {
+		return 0, body, nil
+	}
+	db, k := binary.Uvarint(body[1:])
+	if k <= 0 || db == 0 || db >= maxDatabases || len(body) <= 1+k {
+		return 0, nil, fmt.Errorf("%w: bad database", errCorrupt)
+	}
+	switch body[1+k] {
+	case recInDB, recFlushAll, recSwapDB:
+		return 0, nil, fmt.Errorf("%w: a record of kind %d in a database", errCorrupt, body[1+k])
+	}
+	return int(db), body[1+k:], nil
+}
+
+// swap exchanges databases a and b, and their identities.
+func (rp *replayer) swap(a, b int) {
+	rp.dbs[a], rp.dbs[b] = rp.dbs[b], rp.dbs[a]
+	if rp.ident != nil {
+		ia, ib := rp.ident[a].Load(), rp.ident[b].Load()
+		rp.ident[a].Store(ib)
+		rp.ident[b].Store(ia)
+	}
+}
+
+// database is the keys of database db, or an error if the server has not
+// as many databases as the log names.
+func (rp *replayer) database(db int) (map[string]*entry, error) {
+	if db >= len(rp.dbs) {
+		return nil, fmt.Errorf("the log names database %d, but the server has %d databases: start it with --databases %d or more", db, len(rp.dbs), db+1)
+	}
+	return rp.dbs[db].keys, nil
+}
+
+// whole replays a load or place record, whose body (n bytes) begins with
+// prefix (its kind, after its database if it has one, read already): the
+// key, for a place its expiry and source, then a key record decoded as it
 // streams (it may be as large as a filter), applied only once the checksum
 // over the whole body holds.
-func (rp *replayer) load(r *bufio.Reader, n uint32) (string, error) {
+func (rp *replayer) whole(r *bufio.Reader, n uint32, prefix []byte) (string, error) {
 	sum := xxh3.New()
-	sum.Write([]byte{recLoad})
-	br := &bodyReader{r: r, sum: sum, left: uint64(n) - 1}
-	keyLen, err := binary.ReadUvarint(br)
-	var key []byte
+	sum.Write(prefix)
+	if uint32(len(prefix)) > n {
+		return "", fmt.Errorf("%w: a record of %d bytes", errCorrupt, n)
+	}
+	br := &bodyReader{r: r, sum: sum, left: uint64(n) - uint64(len(prefix))}
+	kind := prefix[len(prefix)-1]
+	db, _, err := inDB(append(prefix[:len(prefix):len(prefix)], 0))
+	keyLen, rerr := binary.ReadUvarint(br)
+	if err == nil {
+		err = rerr
+	}
+	var key, src []byte
 	var e *entry
+	var at int64
+	srcDB := -1
 	if err == nil && keyLen > maxKeyBytes {
 		err = fmt.Errorf("%w: key of %d bytes", errCorrupt, keyLen)
 	}
 	if err == nil {
 		key, err = readN(br, nil, int(keyLen))
 	}
+	if err == nil && kind == recPlace {
+		var b [8]byte
+		if _, err = io.ReadFull(br, b[:]); err == nil {
+			if at = int64(binary.LittleEndian.Uint64(b[:])); at < 0 {
+				err = fmt.Errorf("%w: expiry %d", errCorrupt, at)
+			}
+		}
+		var v uint64
+		if err == nil {
+			v, err = binary.ReadUvarint(br)
+		}
+		if err == nil && v > maxDatabases {
+			err = fmt.Errorf("%w: bad source database", errCorrupt)
+		}
+		if srcDB = int(v) - 1; err == nil && srcDB >= 0 {
+			var srcLen uint64
+			if srcLen, err = binary.ReadUvarint(br); err == nil && srcLen > maxKeyBytes {
+				err = fmt.Errorf("%w: key of %d bytes", errCorrupt, srcLen)
+			}
+			if err == nil {
+				src, err = readN(br, nil, int(srcLen))
+			}
+		}
+	}
 	if err == nil {
-		_, e, err = readRecord(br)
+		_, _, e, err = readRecord(br)
 	}
 	if err == nil && br.left != 0 {
 		err = fmt.Errorf("%w: %d bytes after the key record", errCorrupt, br.left)
@@ -321,23 +416,64 @@ func (rp *replayer) load(r *bufio.Reader, n uint32) (string, error) {
 		return checksumFailed(r, 8+int64(n)+8)
 	}
 	if err != nil {
-		return "", fmt.Errorf("load record: %w", err)
+		return "", fmt.Errorf("%s record: %w", map[byte]string{recLoad: "load", recPlace: "place"}[kind], err)
+	}
+	keys, err := rp.database(db)
+	if err != nil {
+		return "", err
+	}
+	if srcDB >= 0 {
+		from, err := rp.database(srcDB)
+		if err != nil {
+			return "", err
+		}
+		delete(from, string(src))
 	}
 	e.seq = 0
+	e.expireAt.Store(at)
 	e.dirty.Store(true)
 	e.limit(rp.maxFilterBytes)
-	rp.keys[string(key)] = e
+	keys[string(key)] = e
 	return "", nil
 }
 
 // apply applies one record whose checksum holds.
 func (rp *replayer) apply(body []byte) error {
+	db, body, err := inDB(body)
+	if err != nil {
+		return err
+	}
+	keys, err := rp.database(db)
+	if err != nil {
+		return err
+	}
 	kind, rest := body[0], body[1:]
-	if kind == recFlushAll {
-		if len(rest) != 0 {
-			return fmt.Errorf("%w: flush-all record with %d bytes", errCorrupt, len(rest))
+	switch kind {
+	case recSwapDB:
+		a, k1 := binary.Uvarint(rest)
+		if k1 <= 0 {
+			return fmt.Errorf("%w: swap record", errCorrupt)
 		}
-		clear(rp.keys)
+		b, k2 := binary.Uvarint(rest[k1:])
+		if k2 <= 0 || k1+k2 != len(rest) || a >= maxDatabases || b >= maxDatabases {
+			return fmt.Errorf("%w: swap record", errCorrupt)
+		}
+		if _, err := rp.database(int(max(a, b))); err != nil {
+			return err
+		}
+		rp.swap(int(a), int(b))
+		return nil
+	case recFlushAll, recFlushDB:
+		if len(rest) != 0 {
+			return fmt.Errorf("%w: flush record with %d bytes", errCorrupt, len(rest))
+		}
+		if kind == recFlushDB {
+			clear(keys)
+			return nil
+		}
+		for _, d := range rp.dbs {
+			clear(d.keys)
+		}
 		return nil
 	}
 	keyLen, k := binary.Uvarint(rest)
@@ -346,8 +482,16 @@ func (rp *replayer) apply(body []byte) error {
 	}
 	key, rest := rest[k:k+int(keyLen)], rest[k+int(keyLen):]
 	le := binary.LittleEndian
-	e := rp.keys[string(key)]
+	e := keys[string(key)]
 	switch kind {
+	case recExpire:
+		if len(rest) != 8 || int64(le.Uint64(rest)) < 0 {
+			return fmt.Errorf("%w: expire record of %d bytes", errCorrupt, len(rest))
+		}
+		if e != nil {
+			e.expireAt.Store(int64(le.Uint64(rest)))
+			e.dirty.Store(true)
+		}
 	case recCreateBloom, recCreateCounting:
 		want := 29
 		if kind == recCreateCounting {
@@ -375,7 +519,7 @@ func (rp *replayer) apply(body []byte) error {
 			return fmt.Errorf("create record of key %q: %w", clip(key), err)
 		}
 		ne.dirty.Store(true)
-		rp.keys[string(key)] = ne
+		keys[string(key)] = ne
 	case recBloomAdd:
 		if len(rest) == 0 || len(rest)%8 != 0 || len(rest) > 8*hashesPerRecord {
 			return fmt.Errorf("%w: add record of %d bytes", errCorrupt, len(rest))
@@ -426,7 +570,7 @@ func (rp *replayer) apply(body []byte) error {
 		}
 		ne := &entry{kind: kindRedisBloom, rb: f}
 		ne.dirty.Store(true)
-		rp.keys[string(key)] = ne
+		keys[string(key)] = ne
 	case recRBAdd, recRBChunk:
 		if len(rest) < 8 {
 			return fmt.Errorf("%w: RedisBloom record of %d bytes", errCorrupt, len(rest))
@@ -464,9 +608,9 @@ func (rp *replayer) apply(body []byte) error {
 		if len(rest) != 0 {
 			return fmt.Errorf("%w: delete record with %d bytes", errCorrupt, len(rest))
 		}
-		delete(rp.keys, string(key))
+		delete(keys, string(key))
 	default:
-		if ok, err := rp.applyCuckoo(kind, key, rest, e); ok {
+		if ok, err := rp.applyCuckoo(keys, kind, key, rest, e); ok {
 			return err
 		}
 		return fmt.Errorf("%w: unknown record kind %d (written by a newer ohbloom?)", errCorrupt, kind)

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"fmt"
 	"math"
 	"os"
 	"runtime/metrics"
@@ -109,7 +110,7 @@ func FuzzLogReplay(f *testing.F) {
 	}
 	run("CF.ADD", "cl", "more")
 	run("DEL", "k")
-	dump := recordBytes("f", s.store.get("f"))
+	dump := recordBytes("f", s.store.get(0, "f"))
 	run("BF.LOADCHUNK", "loaded", itoa(ohbloomIterators|int64(len(dump))+1), string(dump))
 	run("FLUSHALL")
 	run("CF.ADD", "after", "z")
@@ -118,6 +119,22 @@ func FuzzLogReplay(f *testing.F) {
 		run("BF.LOADCHUNK", "rb", itoa(c.iter), c.data)
 	}
 	run("BF.MADD", "rb", "m1", "m2", "m3")
+	// Databases, expiries, renames, copies, moves.
+	run("EXPIRE", "rb", "1000")
+	run("SELECT", "1")
+	run("BF.ADD", "d1", "a")
+	run("CF.ADD", "dc", "a")
+	run("EXPIRE", "d1", "1000")
+	run("RENAME", "d1", "d2")
+	run("COPY", "d2", "d3", "DB", "0")
+	run("MOVE", "dc", "0")
+	run("PERSIST", "d2")
+	run("CF.ADD", "dc2", "b")
+	run("FLUSHDB")
+	run("SELECT", "0")
+	run("CF.ADD", "dc", "b")
+	run("PEXPIRE", "d3", "0")
+	run("SWAPDB", "0", "1")
 	seg, err := os.ReadFile(segmentPath(dir, 1)) // always: every record is in
 	if err != nil {
 		f.Fatal(err)
@@ -132,6 +149,7 @@ func FuzzLogReplay(f *testing.F) {
 	huge = binary.LittleEndian.AppendUint64(huge, 0)
 	f.Add(withRecord(seg[:segmentHeader], recCreateBloom, "huge", huge))
 	f.Add(withRecord(seg[:segmentHeader], recLoad, "x", []byte("OHBSRV\x00\x02")))
+	f.Add(withRecord(seg[:segmentHeader], recPlace, "x", []byte("\x00\x00\x00\x00\x00\x00\x00\x00\x01\x01yOHBSRV\x00\x02")))
 	// The same records as bodies behind uvarint lengths: the target
 	// frames them with right lengths and checksums, so that mutations
 	// reach the decoding of records, past the checksums.
@@ -170,9 +188,20 @@ func allocated() uint64 {
 	return sample[0].Value.Uint64()
 }
 
+// allKeys is every key of every database, by database and name.
+func allKeys(dbs []*database) map[string]*entry {
+	all := map[string]*entry{}
+	for i, d := range dbs {
+		for name, e := range d.keys {
+			all[fmt.Sprint(i, "/", name)] = e
+		}
+	}
+	return all
+}
+
 func replayChecked(t *testing.T, data []byte) {
 	before := allocated()
-	rp := &replayer{keys: map[string]*entry{}, maxFilterBytes: 64 << 10}
+	rp := &replayer{dbs: []*database{newDatabase(), newDatabase()}, maxFilterBytes: 64 << 10}
 	good, torn, err := rp.replay(bufio.NewReader(bytes.NewReader(data)), 0)
 	if n, limit := allocated()-before, uint64(len(data)/17+1)*(3<<20)+8*uint64(len(data)); n > limit {
 		t.Fatalf("replaying %d bytes allocated %d", len(data), n)
@@ -183,7 +212,7 @@ func replayChecked(t *testing.T, data []byte) {
 	if good > int64(len(data)) || (torn == "" && good != int64(len(data))) {
 		t.Fatalf("replayed up to %d of %d bytes, torn %v", good, len(data), torn)
 	}
-	for name, e := range rp.keys {
+	for name, e := range allKeys(rp.dbs) {
 		e.sizeBytes()
 		switch e.kind {
 		case kindCounting:

@@ -1,8 +1,6 @@
 package server
 
 import (
-	"crypto/sha256"
-	"crypto/subtle"
 	"sync"
 	"time"
 )
@@ -24,7 +22,8 @@ import (
 //     closed, so one connection cannot queue guesses for ever;
 //   - the comparison takes the same time whatever the guess: both sides
 //     are hashed and the hashes compared in constant time, so neither the
-//     length nor a common prefix shows;
+//     length nor a common prefix shows (acl.go's authenticate), and the
+//     gate covers every user's passwords, not only the default user's;
 //   - wrong passwords are logged, at most one line a second with the count
 //     of the others.
 const (
@@ -69,20 +68,13 @@ func (g *authGate) failed() {
 	g.mu.Unlock()
 }
 
-// checkPassword reports whether user and pass are the server's (user nil
-// or "default", as Redis's requirepass), and counts a failure against the
-// connection and the gate. The connection has waited its turn at the gate
-// before (connection.mustWaitForAuth); a queued AUTH inside EXEC does not
-// wait, its client having authenticated already.
-func (s *Server) checkPassword(sess *session, user, pass []byte) bool {
-	if s.cfg.Password == "" {
-		return false
-	}
-	sum := sha256.Sum256(pass)
-	ok := subtle.ConstantTimeCompare(sum[:], s.passwordSum[:]) == 1
-	if ok && (user == nil || string(user) == "default") {
-		return true
-	}
+// authFailed counts a wrong password against the connection and the
+// gate, logs it (at most a line a second) and closes a connection that
+// has given authMaxFailures. The connection has waited its turn at the
+// gate before (connection.mustWaitForAuth); a queued AUTH inside EXEC
+// does not wait, its client having authenticated already. Which user and
+// password are right is acl.go's.
+func (s *Server) authFailed(sess *session) {
 	s.auth.failed()
 	sess.authFailures++
 	remote := ""
@@ -93,5 +85,4 @@ func (s *Server) checkPassword(sess *session, user, pass []byte) bool {
 	if sess.authFailures >= authMaxFailures {
 		sess.quit = true
 	}
-	return false
 }

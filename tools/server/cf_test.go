@@ -363,7 +363,7 @@ func TestCuckooRecord(t *testing.T) {
 	if _, err := writeRecord(&b, "k", e); err != nil {
 		t.Fatal(err)
 	}
-	name, got, err := readRecord(bytes.NewReader(b.Bytes()))
+	name, _, got, err := readRecord(bytes.NewReader(b.Bytes()))
 	if err != nil || name != "k" || got.kind != kindCuckoo || got.seq != 42 {
 		t.Fatalf("%q %+v %v", name, got, err)
 	}
@@ -372,13 +372,13 @@ func TestCuckooRecord(t *testing.T) {
 	}
 	rec := b.Bytes()
 	for _, cut := range []int{len(rec) - 1, len(rec) - 9, 64 + 1 + 8 + 4} {
-		if _, _, err := readRecord(bytes.NewReader(rec[:cut])); err == nil {
+		if _, _, _, err := readRecord(bytes.NewReader(rec[:cut])); err == nil {
 			t.Fatalf("a record cut at %d of %d read", cut, len(rec))
 		}
 	}
 	bad := bytes.Clone(rec)
 	bad[len(bad)-20] ^= 1
-	if _, _, err := readRecord(bytes.NewReader(bad)); err == nil {
+	if _, _, _, err := readRecord(bytes.NewReader(bad)); err == nil {
 		t.Fatal("a damaged filter read")
 	}
 	if newCuckooEntry(f2()).cuckooFilter() == nil || (&entry{kind: kindFixed}).cuckooFilter() != nil {
@@ -406,7 +406,7 @@ func FuzzCuckooRecord(f *testing.F) {
 	f.Add(b.Bytes()[:b.Len()/2])
 	f.Fuzz(func(t *testing.T, data []byte) {
 		before := allocated()
-		name, e, err := readRecord(bytes.NewReader(data))
+		name, _, e, err := readRecord(bytes.NewReader(data))
 		if n := allocated() - before; n > 8*uint64(len(data))+1<<20 {
 			t.Fatalf("decoding %d bytes allocated %d", len(data), n)
 		}
@@ -417,7 +417,7 @@ func FuzzCuckooRecord(f *testing.F) {
 		if _, err := writeRecord(&again, name, e); err != nil {
 			t.Fatal(err)
 		}
-		_, e2, err := readRecord(bytes.NewReader(again.Bytes()))
+		_, _, e2, err := readRecord(bytes.NewReader(again.Bytes()))
 		if err != nil || !e2.cuckooFilter().Equal(e.cuckooFilter()) {
 			t.Fatalf("a decoded cuckoo record does not round-trip: %v", err)
 		}

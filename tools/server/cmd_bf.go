@@ -256,7 +256,7 @@ func cmdBFAdd(s *Server, sess *session, w replier, args [][]byte) {
 // set; it writes RedisBloom's error reply and returns nil when there is
 // none or it holds another type.
 func (s *Server) bloomEntry(sess *session, w replier, name []byte, create bool, o bloomOptions) *entry {
-	e := s.store.getBytes(name) // no copy of the key unless it is created
+	e := s.store.getBytes(sess.db, name) // no copy of the key unless it is created
 	switch {
 	case e == nil && !create:
 		w.WriteError(errNotFound)
@@ -268,7 +268,7 @@ func (s *Server) bloomEntry(sess *session, w replier, name []byte, create bool, 
 		}
 		var err error
 		var pos uint64
-		e, _, pos, err = s.store.getOrCreateLogged(string(name), func() (*entry, error) { return s.newBloom(o) })
+		e, _, pos, err = s.store.getOrCreateLogged(sess.db, string(name), func() (*entry, error) { return s.newBloom(o) })
 		if err != nil {
 			w.WriteError(err.Error())
 			return nil
@@ -451,7 +451,7 @@ func (s *Server) addGroup(sess *session, e *entry, name []byte, group [][]byte, 
 	// An item found present is logged too under always: its bits may
 	// come from another client's add whose record is not yet written, and
 	// this reply must not outrun it.
-	logPresent := log != nil && log.policy == fsyncAlways
+	logPresent := log != nil && log.policy() == fsyncAlways
 	var hs [hashesPerRecord]uint64
 	n, tried := 0, len(group)
 	for i, item := range group {
@@ -469,7 +469,7 @@ func (s *Server) addGroup(sess *session, e *entry, name []byte, group [][]byte, 
 	}
 	var pos uint64
 	if n > 0 {
-		pos = log.appendHashes(recBloomAdd, name, 0, hs[:n])
+		pos = log.appendHashes(recBloomAdd, sess.db, name, 0, hs[:n])
 	}
 	return tried, pos
 }
@@ -515,7 +515,7 @@ func (s *Server) rbAddGroup(sess *session, e *entry, name []byte, group [][]byte
 	if n > 0 {
 		e.seq += uint64(n)
 		e.markDirty()
-		pos = log.appendRBAdds(name, first, pairs[:n])
+		pos = log.appendRBAdds(sess.db, name, first, pairs[:n])
 	} else {
 		pos = log.tail.Load()
 	}
@@ -538,8 +538,8 @@ func (e *entry) bloomTest(item []byte) bool {
 // cmdBFExists is BF.EXISTS and BF.MEXISTS (BFCheck_RedisCommand): a key
 // that is missing, or holds another type, answers 0 for every item; there
 // is no WRONGTYPE here, as in RedisBloom.
-func cmdBFExists(s *Server, _ *session, w replier, args [][]byte) {
-	e := s.store.getBytes(args[1])
+func cmdBFExists(s *Server, sess *session, w replier, args [][]byte) {
+	e := s.store.getBytes(sess.db, args[1])
 	if e != nil && e.kind.isCF() {
 		e = nil
 	}
@@ -551,8 +551,8 @@ func cmdBFExists(s *Server, _ *session, w replier, args [][]byte) {
 	}
 }
 
-func cmdBFCard(s *Server, _ *session, w replier, args [][]byte) {
-	e := s.store.getBytes(args[1])
+func cmdBFCard(s *Server, sess *session, w replier, args [][]byte) {
+	e := s.store.getBytes(sess.db, args[1])
 	switch {
 	case e == nil:
 		w.WriteInt64(0)
@@ -596,12 +596,12 @@ func (in bloomInfo) write(w replier, field int) {
 // RESP2), or one, named in any case: in RESP3 a map of that one field, in
 // RESP2 an array of its value alone. The key is looked at before the
 // field's name.
-func cmdBFInfo(s *Server, _ *session, w replier, args [][]byte) {
+func cmdBFInfo(s *Server, sess *session, w replier, args [][]byte) {
 	if len(args) > 3 {
 		w.WriteError(wrongArity(args[0]))
 		return
 	}
-	e := s.store.getBytes(args[1])
+	e := s.store.getBytes(sess.db, args[1])
 	switch {
 	case e == nil:
 		w.WriteError(errNotFound)

@@ -120,7 +120,7 @@ func cmdCFReserve(s *Server, sess *session, w replier, args [][]byte) {
 // RedisBloom's defaults and capacity when create says so, and answers
 // RedisBloom's error when there is none.
 func (s *Server) cfWriteEntry(sess *session, w replier, name []byte, create bool, capacity int64) *entry {
-	e := s.store.getBytes(name)
+	e := s.store.getBytes(sess.db, name)
 	if e == nil && create {
 		if len(name) > maxKeyBytes {
 			w.WriteError(errKeyTooLong)
@@ -128,7 +128,7 @@ func (s *Server) cfWriteEntry(sess *session, w replier, name []byte, create bool
 		}
 		var err error
 		var pos uint64
-		e, _, pos, err = s.store.getOrCreateLogged(string(name), func() (*entry, error) {
+		e, _, pos, err = s.store.getOrCreateLogged(sess.db, string(name), func() (*entry, error) {
 			return s.newCuckoo(redisbloom.DefaultCuckooConfig(uint64(capacity)))
 		})
 		if err != nil {
@@ -201,7 +201,7 @@ func (s *Server) cfAdds(sess *session, e *entry, name []byte, items [][]byte, nx
 		e.seq += uint64(n)
 		e.markDirty()
 		if log != nil {
-			pos = log.appendCuckoo(recCuckooAdd, name, first, hs[:n])
+			pos = log.appendCuckoo(recCuckooAdd, sess.db, name, first, hs[:n])
 		}
 	} else if log != nil {
 		pos = log.tail.Load()
@@ -333,8 +333,8 @@ func cmdCFInsert(s *Server, sess *session, w replier, args [][]byte) {
 // cmdCFExists is CF.EXISTS, CF.MEXISTS and CF.COUNT (CFCheck_RedisCommand):
 // a key that is missing or holds another type answers 0 (false) for every
 // item; CF.COUNT answers integers in both protocols. Tests take no lock.
-func cmdCFExists(s *Server, _ *session, w replier, args [][]byte) {
-	e := s.store.getBytes(args[1])
+func cmdCFExists(s *Server, sess *session, w replier, args [][]byte) {
+	e := s.store.getBytes(sess.db, args[1])
 	if e != nil && !e.kind.isCF() {
 		e = nil
 	}
@@ -366,7 +366,7 @@ func cmdCFDel(s *Server, sess *session, w replier, args [][]byte) {
 		w.WriteError(msg)
 		return
 	}
-	e := s.store.getBytes(args[1])
+	e := s.store.getBytes(sess.db, args[1])
 	if e == nil || !e.kind.isCF() {
 		w.WriteError(errCFNotFound)
 		return
@@ -386,7 +386,7 @@ func cmdCFDel(s *Server, sess *session, w replier, args [][]byte) {
 		e.seq++
 		e.markDirty()
 		if s.store.log != nil {
-			pos = s.store.log.appendCuckoo(recCuckooDelete, args[1], e.seq, []uint64{h})
+			pos = s.store.log.appendCuckoo(recCuckooDelete, sess.db, args[1], e.seq, []uint64{h})
 		}
 	} else if s.store.log != nil {
 		pos = s.store.log.tail.Load() // what it saw absent may be a delete not yet durable
@@ -406,7 +406,7 @@ func cmdCFCompact(s *Server, sess *session, w replier, args [][]byte) {
 		w.WriteError(msg)
 		return
 	}
-	e := s.store.getBytes(args[1])
+	e := s.store.getBytes(sess.db, args[1])
 	if e == nil || !e.kind.isCF() {
 		w.WriteError(errCFCompactNotFound)
 		return
@@ -424,7 +424,7 @@ func cmdCFCompact(s *Server, sess *session, w replier, args [][]byte) {
 	e.seq++
 	e.markDirty()
 	if s.store.log != nil {
-		pos = s.store.log.appendCuckoo(recCuckooCompact, args[1], e.seq, nil)
+		pos = s.store.log.appendCuckoo(recCuckooCompact, sess.db, args[1], e.seq, nil)
 	}
 	sess.unlockEntry(e)
 	if err := s.commit(sess, pos); err != nil {
@@ -444,8 +444,8 @@ func (e *entry) cfInfo() redisbloom.CuckooInfo {
 
 // cfKeyOrError looks a CF key up for CF.INFO and CF.DEBUG, answering
 // RedisBloom's statusStrerror when there is none.
-func (s *Server) cfKeyOrError(w replier, name []byte) *entry {
-	e := s.store.getBytes(name)
+func (s *Server) cfKeyOrError(sess *session, w replier, name []byte) *entry {
+	e := s.store.getBytes(sess.db, name)
 	switch {
 	case e == nil:
 		w.WriteError(errNotFound)
@@ -458,8 +458,8 @@ func (s *Server) cfKeyOrError(w replier, name []byte) *entry {
 }
 
 // cmdCFInfo is CFInfo_RedisCommand's reply.
-func cmdCFInfo(s *Server, _ *session, w replier, args [][]byte) {
-	e := s.cfKeyOrError(w, args[1])
+func cmdCFInfo(s *Server, sess *session, w replier, args [][]byte) {
+	e := s.cfKeyOrError(sess, w, args[1])
 	if e == nil {
 		return
 	}
@@ -486,8 +486,8 @@ func cmdCFInfo(s *Server, _ *session, w replier, args [][]byte) {
 
 // cmdCFDebug is CFDebug_RedisCommand: the filter's numbers in one bulk
 // string.
-func cmdCFDebug(s *Server, _ *session, w replier, args [][]byte) {
-	e := s.cfKeyOrError(w, args[1])
+func cmdCFDebug(s *Server, sess *session, w replier, args [][]byte) {
+	e := s.cfKeyOrError(sess, w, args[1])
 	if e == nil {
 		return
 	}
@@ -517,11 +517,11 @@ func (s *Server) cfLoadHeader(sess *session, w replier, name, header []byte) {
 	}
 	in := f.Info()
 	total := in.Size - 40 - 16*in.Filters // the slots' bytes (CuckooInfo.Size)
-	if msg := s.store.uploads.startRB(string(name), total, sess); msg != "" {
+	if msg := s.store.uploads.startRB(uploadKey(sess.db, string(name)), total, sess); msg != "" {
 		w.WriteError(msg)
 		return
 	}
-	e, created, pos, err := s.store.getOrCreateLogged(string(name), func() (*entry, error) {
+	e, created, pos, err := s.store.getOrCreateLogged(sess.db, string(name), func() (*entry, error) {
 		return &entry{kind: kindCuckoo, cf: f}, nil
 	})
 	switch {
@@ -551,7 +551,7 @@ func (s *Server) cfLoadChunk(sess *session, w replier, e *entry, name []byte, it
 		e.markDirty()
 		if log != nil {
 			var n uint64
-			pos, n = log.appendCuckooChunk(name, e.seq+1, iter, data)
+			pos, n = log.appendCuckooChunk(sess.db, name, e.seq+1, iter, data)
 			e.seq += n
 		}
 	}
@@ -564,6 +564,6 @@ func (s *Server) cfLoadChunk(sess *session, w replier, e *entry, name []byte, it
 		w.WriteError(logFailed(err))
 		return
 	}
-	s.store.uploads.continuedRB(string(name), uint64(iter)-1)
+	s.store.uploads.continuedRB(uploadKey(sess.db, string(name)), uint64(iter)-1)
 	w.WriteString("OK")
 }

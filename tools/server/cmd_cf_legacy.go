@@ -39,7 +39,7 @@ func (s *Server) countingAdds(sess *session, e *entry, name []byte, items [][]by
 	if n > 0 {
 		e.markDirty()
 		if log != nil {
-			pos = log.appendHashes(recCountingAdd, name, first, hs[:n])
+			pos = log.appendHashes(recCountingAdd, sess.db, name, first, hs[:n])
 		}
 	} else if log != nil {
 		pos = log.tail.Load()
@@ -95,7 +95,7 @@ func (s *Server) legacyDel(sess *session, w replier, e *entry, name, item []byte
 		e.seq++
 		e.markDirty()
 		if s.store.log != nil {
-			pos = s.store.log.appendRemove(name, e.seq, h)
+			pos = s.store.log.appendRemove(sess.db, name, e.seq, h)
 		}
 		deleted = true
 	}
@@ -126,10 +126,12 @@ func legacyInfo(e *entry) redisbloom.CuckooInfo {
 func (s *store) noteLegacyCF() {
 	var names []string
 	n := 0
-	for name, e := range s.keys {
-		if e.kind == kindCounting {
-			if n++; len(names) < 5 {
-				names = append(names, name)
+	for _, d := range s.dbs {
+		for name, e := range d.keys {
+			if e.kind == kindCounting {
+				if n++; len(names) < 5 {
+					names = append(names, name)
+				}
 			}
 		}
 	}

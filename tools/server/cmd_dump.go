@@ -86,7 +86,7 @@ const (
 // cmdScanDump is BF.SCANDUMP and CF.SCANDUMP. BF.SCANDUMP looks at the key
 // before its iterator (BFScanDump_RedisCommand), CF.SCANDUMP the other
 // way round (CFScanDump_RedisCommand).
-func cmdScanDump(s *Server, _ *session, w replier, args [][]byte) {
+func cmdScanDump(s *Server, sess *session, w replier, args [][]byte) {
 	cf := family(args) == "cf"
 	iter, ok := parseLongLong(args[2])
 	if cf && (!ok || iter < 0) {
@@ -94,7 +94,7 @@ func cmdScanDump(s *Server, _ *session, w replier, args [][]byte) {
 		return
 	}
 	name := string(args[1])
-	e := s.store.get(name)
+	e := s.store.get(sess.db, name)
 	if e == nil {
 		w.WriteError(errNotFound)
 		return
@@ -137,7 +137,7 @@ func cmdScanDump(s *Server, _ *session, w replier, args [][]byte) {
 	var data []byte
 	if iter == 0 {
 		var msg string
-		if id, msg = s.store.dumps.reserve(name, 8+recordFixed+uint64(len(name))+8+e.sizeBytes()+4096); msg != "" {
+		if id, msg = s.store.dumps.reserve(uploadKey(sess.db, name), 8+recordFixed+uint64(len(name))+8+e.sizeBytes()+4096); msg != "" {
 			w.WriteError(msg)
 			return
 		}
@@ -149,7 +149,7 @@ func cmdScanDump(s *Server, _ *session, w replier, args [][]byte) {
 		iter = 1
 	} else {
 		id = uint32(iter>>dumpIDShift) & dumpIDMask
-		if data = s.store.dumps.get(id, name); data == nil {
+		if data = s.store.dumps.get(id, uploadKey(sess.db, name)); data == nil {
 			w.WriteError(errDumpDropped)
 			return
 		}
@@ -195,7 +195,7 @@ func cmdLoadChunk(s *Server, sess *session, w replier, args [][]byte) {
 		return
 	}
 	if iter < ohbloomIterators {
-		e := s.store.getBytes(args[1])
+		e := s.store.getBytes(sess.db, args[1])
 		switch {
 		case e == nil && fam == "bf" && iter == redisBloomHeaders:
 			s.rbLoadHeader(sess, w, args[1], args[3])
@@ -244,11 +244,11 @@ func (s *Server) rbLoadHeader(sess *session, w replier, name, header []byte) {
 	for i := range int(f.Info().Filters) {
 		total += f.Link(i).Bytes
 	}
-	if msg := s.store.uploads.startRB(string(name), total, sess); msg != "" {
+	if msg := s.store.uploads.startRB(uploadKey(sess.db, string(name)), total, sess); msg != "" {
 		w.WriteError(msg)
 		return
 	}
-	e, created, pos, err := s.store.getOrCreateLogged(string(name), func() (*entry, error) {
+	e, created, pos, err := s.store.getOrCreateLogged(sess.db, string(name), func() (*entry, error) {
 		return &entry{kind: kindRedisBloom, rb: f}, nil
 	})
 	switch {
@@ -282,7 +282,7 @@ func (s *Server) rbLoadChunk(sess *session, w replier, e *entry, name []byte, it
 		e.markDirty()
 		if log != nil {
 			var n uint64
-			pos, n = log.appendRBChunk(name, e.seq+1, iter, data)
+			pos, n = log.appendRBChunk(sess.db, name, e.seq+1, iter, data)
 			e.seq += n
 		}
 	}
@@ -304,7 +304,7 @@ func (s *Server) rbLoadChunk(sess *session, w replier, e *entry, name []byte, it
 		w.WriteError(logFailed(err))
 		return
 	}
-	s.store.uploads.continuedRB(string(name), uint64(iter)-1)
+	s.store.uploads.continuedRB(uploadKey(sess.db, string(name)), uint64(iter)-1)
 	w.WriteString("OK")
 }
 
@@ -319,7 +319,7 @@ func (s *Server) loadOhbloomChunk(sess *session, w replier, key []byte, fam stri
 	name := string(key)
 	start := pos - 1 - uint64(len(data))
 	if start == 0 {
-		if s.store.get(name) != nil {
+		if s.store.get(sess.db, name) != nil {
 			w.WriteError(errItemExists)
 			return
 		}
@@ -332,7 +332,7 @@ func (s *Server) loadOhbloomChunk(sess *session, w replier, key []byte, fam stri
 			w.WriteError(fmt.Sprintf("ERR dump of %d bytes exceeds max-filter-bytes (%d)", total, s.cfg.MaxFilterBytes))
 			return
 		}
-		if msg := s.store.uploads.start(name, fam, total, sess); msg != "" {
+		if msg := s.store.uploads.start(uploadKey(sess.db, name), fam, total, sess); msg != "" {
 			w.WriteError(msg)
 			return
 		}
@@ -343,7 +343,7 @@ func (s *Server) loadOhbloomChunk(sess *session, w replier, key []byte, fam stri
 	} else {
 		start -= 8
 	}
-	rec, done, msg := s.store.uploads.add(name, fam, start, data)
+	rec, done, msg := s.store.uploads.add(uploadKey(sess.db, name), fam, start, data)
 	if msg != "" {
 		w.WriteError(msg)
 		return
@@ -353,7 +353,7 @@ func (s *Server) loadOhbloomChunk(sess *session, w replier, key []byte, fam stri
 		return
 	}
 	r := bytes.NewReader(rec)
-	_, e, err := readRecord(r) // a dump may be loaded under another key, as in RedisBloom
+	_, _, e, err := readRecord(r) // a dump may be loaded under another key, as in RedisBloom
 	switch {
 	case err != nil:
 		w.WriteError("ERR invalid dump: " + oneLine(err.Error()))
@@ -369,7 +369,7 @@ func (s *Server) loadOhbloomChunk(sess *session, w replier, key []byte, fam stri
 		return
 	}
 	e.limit(s.cfg.MaxFilterBytes)
-	put, logPos, err := s.store.put(name, e, rec)
+	put, logPos, err := s.store.put(sess.db, name, e, rec)
 	switch {
 	case err != nil:
 		w.WriteError("ERR " + oneLine(err.Error()))

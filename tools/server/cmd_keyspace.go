@@ -18,7 +18,7 @@ func cmdDel(s *Server, sess *session, w replier, args [][]byte) {
 	for i, a := range args[1:] {
 		names[i] = string(a)
 	}
-	n, pos, err := s.store.del(names...)
+	n, pos, err := s.store.del(sess.db, names...)
 	if cerr := s.commit(sess, pos); cerr != nil {
 		w.WriteError(logFailed(cerr))
 		return
@@ -31,18 +31,18 @@ func cmdDel(s *Server, sess *session, w replier, args [][]byte) {
 	w.WriteInt64(int64(n))
 }
 
-func cmdExists(s *Server, _ *session, w replier, args [][]byte) {
+func cmdExists(s *Server, sess *session, w replier, args [][]byte) {
 	n := 0
 	for _, a := range args[1:] {
-		if s.store.getBytes(a) != nil {
+		if s.store.getBytes(sess.db, a) != nil {
 			n++
 		}
 	}
 	w.WriteInt64(int64(n))
 }
 
-func cmdType(s *Server, _ *session, w replier, args [][]byte) {
-	if e := s.store.getBytes(args[1]); e != nil {
+func cmdType(s *Server, sess *session, w replier, args [][]byte) {
+	if e := s.store.getBytes(sess.db, args[1]); e != nil {
 		w.WriteString(e.kind.typeName())
 		return
 	}
@@ -62,12 +62,12 @@ func cmdKeys(s *Server, sess *session, w replier, args [][]byte) {
 		return
 	}
 	g := compileGlob(string(args[1]), false)
-	snap := s.keysSnapshot(sess)
+	snap, expiring := s.keysSnapshot(sess)
 	var out []string
 	size := 0
 	for _, b := range snap.buckets {
 		for _, k := range b {
-			if !g.match(k.name) {
+			if !g.match(k.name) || expiring && s.store.get(sess.db, k.name) == nil {
 				continue
 			}
 			out = append(out, k.name)
@@ -87,10 +87,11 @@ func cmdKeys(s *Server, sess *session, w replier, args [][]byte) {
 // bulkBytes is the length of a bulk string of n bytes in a reply, at most.
 func bulkBytes(n int) int { return n + 16 }
 
-// keysSnapshot is the index as it is, once no transaction that creates or
-// deletes keys runs (isolation.go); inside EXEC, the transaction's claim
-// covers it.
-func (s *Server) keysSnapshot(sess *session) *indexSnapshot {
+// keysSnapshot is the index of the session's database as it is, once no
+// transaction that creates or deletes keys runs (isolation.go); inside
+// EXEC, the transaction's claim covers it. expiring says some of its keys
+// have an expiry: those whose time is up are to be left out.
+func (s *Server) keysSnapshot(sess *session) (*indexSnapshot, bool) {
 	list := claim{list: true}
 	if !sess.inExec {
 		s.iso.acquire(&list)
@@ -98,7 +99,8 @@ func (s *Server) keysSnapshot(sess *session) *indexSnapshot {
 	}
 	s.store.mu.RLock()
 	defer s.store.mu.RUnlock()
-	return s.store.index.snapshot()
+	d := s.store.dbs[sess.db]
+	return d.idx().snapshot(), len(d.expires) > 0
 }
 
 // scanReplyBytes bounds the names one SCAN call answers: past it the call
@@ -153,14 +155,13 @@ func cmdScan(s *Server, sess *session, w replier, args [][]byte) {
 	}
 	var out []string
 	size := 0
-	next := s.store.scanChunks(cursor, count, lock, unlock, func(name string) {
+	next := s.store.scanChunks(sess.db, cursor, count, lock, unlock, func(name string) {
 		if !g.match(name) {
 			return
 		}
-		if typ != "" {
-			if e := s.store.get(name); e == nil || !strings.EqualFold(typ, e.kind.typeName()) {
-				return
-			}
+		e := s.store.get(sess.db, name)
+		if e == nil || typ != "" && !strings.EqualFold(typ, e.kind.typeName()) {
+			return
 		}
 		out = append(out, name)
 		size += bulkBytes(len(name))
@@ -173,15 +174,20 @@ func cmdScan(s *Server, sess *session, w replier, args [][]byte) {
 	}
 }
 
-// cmdFlush removes every key and every LOADCHUNK upload in progress; as
-// DEL, without the log it keeps the keys whose files cannot be removed and
+// cmdFlush removes every key (FLUSHALL) or those of the session's
+// database (FLUSHDB), and their LOADCHUNK uploads in progress; as DEL,
+// without the log it keeps the keys whose files cannot be removed and
 // replies an error, and it runs while the log is failing.
 func cmdFlush(s *Server, sess *session, w replier, args [][]byte) {
 	if len(args) > 2 || (len(args) == 2 && !eq(args[1], "SYNC") && !eq(args[1], "ASYNC")) {
 		w.WriteError("ERR syntax error")
 		return
 	}
-	pos, err := s.store.flush()
+	var dbs []int // all
+	if lower(args[0][5]) == 'd' {
+		dbs = []int{sess.db}
+	}
+	pos, err := s.store.flush(dbs...)
 	if cerr := s.commit(sess, pos); cerr != nil {
 		w.WriteError(logFailed(cerr))
 		return
@@ -194,7 +200,7 @@ func cmdFlush(s *Server, sess *session, w replier, args [][]byte) {
 	w.WriteString("OK")
 }
 
-func cmdSave(s *Server, _ *session, w replier, _ [][]byte) {
+func cmdSave(s *Server, sess *session, w replier, _ [][]byte) {
 	if s.cfg.DataDir == "" {
 		w.WriteError("ERR no data directory: start the server with --dir to save")
 		return
@@ -206,7 +212,7 @@ func cmdSave(s *Server, _ *session, w replier, _ [][]byte) {
 	w.WriteString("OK")
 }
 
-func cmdBgsave(s *Server, _ *session, w replier, _ [][]byte) {
+func cmdBgsave(s *Server, sess *session, w replier, _ [][]byte) {
 	if s.cfg.DataDir == "" {
 		w.WriteError("ERR no data directory: start the server with --dir to save")
 		return

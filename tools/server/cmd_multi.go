@@ -121,7 +121,10 @@ func cmdExec(s *Server, sess *session, w replier, _ [][]byte) {
 	c := &claim{tx: true}
 	m.each(func(args [][]byte) {
 		if cmd, ok := lookup(args[0]); ok {
-			s.addClaim(c, cmd.name, args)
+			s.addClaim(c, sess.db, cmd.name, args)
+			// Which keys the commands after a SELECT create is not
+			// known here: they may change the keyspace.
+			c.change = c.change || cmd.name == "select"
 		}
 	})
 	if !c.empty() {
@@ -130,7 +133,7 @@ func cmdExec(s *Server, sess *session, w replier, _ [][]byte) {
 		for {
 			s.iso.acquire(c)
 			sess.withoutShard(s.barrier)
-			if c.change || !s.createsKey(m) {
+			if c.change || !s.createsKey(sess.db, m) {
 				break
 			}
 			// A key it creates was deleted before its latch was taken:
@@ -160,10 +163,10 @@ func (m *multiState) each(f func(args [][]byte)) {
 }
 
 // createsKey reports whether a command of m would create its key now.
-func (s *Server) createsKey(m *multiState) bool {
+func (s *Server) createsKey(db int, m *multiState) bool {
 	creates := false
 	m.each(func(args [][]byte) {
-		if cmd, ok := lookup(args[0]); ok && keySpecs[cmd.name].create && s.store.getBytes(args[1]) == nil {
+		if cmd, ok := lookup(args[0]); ok && keySpecs[cmd.name].create && s.store.getBytes(db, args[1]) == nil {
 			creates = true
 		}
 	})

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -11,7 +12,7 @@ import (
 // command is one entry of the command table.
 type command struct {
 	// arity is Redis's: n means exactly n arguments including the name,
-	// -n at least n.
+	// -n at least n. A subcommand's is its metadata's.
 	arity int
 	// noAuth commands run before AUTH: AUTH itself, HELLO (which may carry
 	// AUTH) and QUIT.
@@ -25,8 +26,22 @@ type command struct {
 	// goroutine of their own, so that its event loop serves the other
 	// clients meanwhile (conn.go).
 	slow bool
-	// name is the registered, lower-case name, for messages.
+	// name is the registered, lower-case name, for messages: a
+	// subcommand's is its full name, "config|get".
 	name string
+
+	// Set at start (initCommands).
+	// meta is what COMMAND reports and ACL rules check.
+	meta *cmdMeta
+	// lookup is how its lookups of its keys count (keyLookups).
+	lookup uint8
+	// id numbers the commands and subcommands served, for their
+	// statistics and users' permissions.
+	id int
+	// subs are a container's subcommands, by lower-case name (CONFIG GET
+	// is "get" under "config"); a container runs its own run only when
+	// called alone (COMMAND).
+	subs map[string]command
 }
 
 // arityOK reports whether n arguments (the name included) suit c.
@@ -35,6 +50,10 @@ func (c command) arityOK(n int) bool {
 }
 
 var commands map[string]command
+
+// subcommands are the containers' subcommands served: their arity and
+// flags are Redis's (commands_redis.go).
+var subcommands map[string]map[string]command
 
 func init() {
 	commands = map[string]command{
@@ -48,12 +67,20 @@ func init() {
 		"quit":     {arity: -1, noAuth: true, run: cmdQuit, control: true},
 		"auth":     {arity: -2, noAuth: true, run: cmdAuth},
 		"hello":    {arity: -1, noAuth: true, run: cmdHello},
-		"select":   {arity: 2, run: cmdSelect},
-		"client":   {arity: -2, run: cmdClient},
-		"command":  {arity: -1, run: cmdCommand},
-		"config":   {arity: -2, slow: true, run: cmdConfig},
+		"select":   {arity: 2, run: cmdSelectDB},
+		"client":   {arity: -2},
+		"command":  {arity: -1, slow: true, run: cmdCommand},
+		"config":   {arity: -2},
+		"acl":      {arity: -2},
+		"object":   {arity: -2},
+		"memory":   {arity: -2},
+		"slowlog":  {arity: -2},
+		"latency":  {arity: -2},
+		"module":   {arity: -2},
 		"info":     {arity: -1, slow: true, run: cmdInfo},
-		"dbsize":   {arity: 1, run: func(s *Server, _ *session, w replier, _ [][]byte) { w.WriteInt64(int64(s.store.len())) }},
+		"time":     {arity: 1, run: cmdTime},
+		"role":     {arity: 1, run: cmdRole},
+		"dbsize":   {arity: 1, run: func(s *Server, sess *session, w replier, _ [][]byte) { w.WriteInt64(int64(s.store.len(sess.db))) }},
 		"del":      {arity: -2, slow: true, run: cmdDel},
 		"unlink":   {arity: -2, slow: true, run: cmdDel},
 		"exists":   {arity: -2, run: cmdExists},
@@ -63,6 +90,22 @@ func init() {
 		"flushall": {arity: -1, slow: true, run: cmdFlush},
 		"flushdb":  {arity: -1, slow: true, run: cmdFlush},
 		"save":     {arity: 1, slow: true, run: cmdSave},
+
+		"expire":      {arity: -3, run: cmdExpire},
+		"pexpire":     {arity: -3, run: cmdExpire},
+		"expireat":    {arity: -3, run: cmdExpire},
+		"pexpireat":   {arity: -3, run: cmdExpire},
+		"ttl":         {arity: 2, run: cmdTTL},
+		"pttl":        {arity: 2, run: cmdTTL},
+		"expiretime":  {arity: 2, run: cmdTTL},
+		"pexpiretime": {arity: 2, run: cmdTTL},
+		"persist":     {arity: 2, run: cmdPersist},
+		"rename":      {arity: 3, slow: true, run: cmdRename},
+		"renamenx":    {arity: 3, slow: true, run: cmdRename},
+		"copy":        {arity: -3, slow: true, run: cmdCopy},
+		"move":        {arity: 3, slow: true, run: cmdMove},
+		"swapdb":      {arity: 3, slow: true, run: cmdSwapDB},
+
 		"bgsave":   {arity: -1, run: cmdBgsave},
 		"lastsave": {arity: 1, run: func(s *Server, _ *session, w replier, _ [][]byte) { w.WriteInt64(s.store.lastSave.Load()) }},
 
@@ -92,10 +135,141 @@ func init() {
 		"cf.scandump":  {arity: 3, slow: true, run: cmdScanDump},
 		"cf.loadchunk": {arity: 4, slow: true, run: cmdLoadChunk},
 	}
-	for name, c := range commands {
+	subcommands = map[string]map[string]command{
+		"client": {
+			"id": {run: cmdClientID}, "getname": {run: cmdClientGetname}, "setname": {run: cmdClientSetname},
+			"setinfo": {run: cmdClientSetinfo}, "info": {run: cmdClientInfo}, "list": {slow: true, run: cmdClientList},
+			"kill": {run: cmdClientKill}, "no-evict": {run: cmdClientNoEvict}, "no-touch": {run: cmdClientNoTouch},
+			"help": {run: cmdHelp(clientHelp)},
+		},
+		"config": {
+			"get": {run: cmdConfigGet}, "set": {slow: true, run: cmdConfigSet}, "resetstat": {run: cmdConfigResetstat},
+			"rewrite": {slow: true, run: cmdConfigRewrite}, "help": {run: cmdHelp(configHelp)},
+		},
+		"command": {
+			"count": {run: cmdCommandCount}, "info": {slow: true, run: cmdCommandInfo}, "docs": {slow: true, run: cmdCommandDocs},
+			"getkeys": {run: cmdCommandGetkeys}, "getkeysandflags": {run: cmdCommandGetkeys}, "list": {slow: true, run: cmdCommandList},
+			"help": {run: cmdHelp(commandHelp)},
+		},
+		"acl": {
+			"setuser": {slow: true, run: cmdACLSetuser}, "getuser": {run: cmdACLGetuser}, "deluser": {slow: true, run: cmdACLDeluser},
+			"list": {run: cmdACLList}, "users": {run: cmdACLUsers}, "whoami": {run: cmdACLWhoami}, "cat": {run: cmdACLCat},
+			"log": {run: cmdACLLog}, "save": {slow: true, run: cmdACLSave}, "load": {slow: true, run: cmdACLLoad},
+			"genpass": {run: cmdACLGenpass}, "dryrun": {run: cmdACLDryrun}, "help": {run: cmdHelp(aclHelp)},
+		},
+		"object": {
+			"encoding": {run: cmdObjectEncoding}, "freq": {run: cmdObjectFreq}, "idletime": {run: cmdObjectIdletime},
+			"refcount": {run: cmdObjectRefcount}, "help": {run: cmdHelp(objectHelp)},
+		},
+		"memory": {
+			"usage": {run: cmdMemoryUsage}, "stats": {slow: true, run: cmdMemoryStats}, "doctor": {slow: true, run: cmdMemoryDoctor},
+			"purge": {slow: true, run: cmdMemoryPurge}, "help": {run: cmdHelp(memoryHelp)},
+		},
+		"slowlog": {
+			"get": {run: cmdSlowlogGet}, "len": {run: cmdSlowlogLen}, "reset": {run: cmdSlowlogReset}, "help": {run: cmdHelp(slowlogHelp)},
+		},
+		"latency": {
+			"latest": {run: cmdLatencyLatest}, "history": {run: cmdLatencyHistory}, "reset": {run: cmdLatencyReset},
+			"doctor": {run: cmdLatencyDoctor}, "help": {run: cmdHelp(latencyHelp)},
+		},
+		"module": {"list": {run: cmdModuleList}, "help": {run: cmdHelp(moduleHelp)}},
+	}
+	initCommands()
+}
+
+// initCommands gives every command served its metadata (Redis's for
+// Redis's commands, RedisBloom's for the BF and CF ones), its
+// subcommands and its number.
+func initCommands() {
+	initMeta(redisCommands)
+	for _, m := range metaByName {
+		if m.module == "" {
+			m.acl = implicitCategories(m.flags, m.acl)
+		}
+	}
+	for _, m := range moduleCommands {
+		metaByName[m.name] = m
+		m.legacyRange()
+	}
+	names := make([]string, 0, len(commands))
+	for name := range commands {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	id := 0
+	for _, name := range names {
+		c := commands[name]
 		c.name = name
+		c.meta = metaByName[name]
+		if c.meta == nil {
+			panic("server: no metadata for command " + name)
+		}
+		c.noAuth = c.noAuth || c.meta.flags&cmdNoAuth != 0
+		c.lookup = keyLookups[name]
+		c.id = id
+		id++
+		subNames := make([]string, 0, len(subcommands[name]))
+		for sub := range subcommands[name] {
+			subNames = append(subNames, sub)
+		}
+		slices.Sort(subNames)
+		if len(subNames) > 0 {
+			c.subs = map[string]command{}
+		}
+		for _, sub := range subNames {
+			sc := subcommands[name][sub]
+			sc.name = name + "|" + sub
+			sc.meta = metaByName[sc.name]
+			if sc.meta == nil {
+				panic("server: no metadata for subcommand " + sc.name)
+			}
+			sc.arity = sc.meta.arity
+			sc.noAuth = sc.meta.flags&cmdNoAuth != 0
+			sc.lookup = keyLookups[sc.name]
+			sc.id = id
+			id++
+			c.subs[sub] = sc
+		}
 		commands[name] = c
 	}
+	commandCount = id
+	commandByID = make([]command, id)
+	for _, c := range commands {
+		commandByID[c.id] = c
+		for _, sc := range c.subs {
+			commandByID[sc.id] = sc
+		}
+	}
+}
+
+// commandCount is the number of commands and subcommands served;
+// commandByID finds one by its id.
+var (
+	commandCount int
+	commandByID  []command
+)
+
+// resolve finds the subcommand a container's arguments name. msg is the
+// error for an unknown one (Redis's: the container's name upper-cased),
+// empty when c is not a container or is called alone.
+func (c command) resolve(args [][]byte) (command, string) {
+	if c.subs == nil || len(args) < 2 {
+		return c, ""
+	}
+	if sub, ok := lookupIn(c.subs, args[1]); ok {
+		return sub, ""
+	}
+	return c, fmt.Sprintf("ERR unknown subcommand '%s'. Try %s HELP.", args[1][:min(len(args[1]), 128)], strings.ToUpper(c.name))
+}
+
+// isSlow reports whether the command args name runs off the event loop.
+func (c command) isSlow(args [][]byte) bool {
+	if c.subs != nil && len(args) >= 2 {
+		if sub, ok := lookupIn(c.subs, args[1]); ok {
+			return sub.slow
+		}
+	}
+	return c.slow
 }
 
 // RedisBloom's defaults for keys created by an add.
@@ -126,7 +300,10 @@ func (s *Server) exec(sess *session, w replier, args [][]byte) {
 }
 
 // execCommand is exec of a command already looked up: c, ok are
-// lookup(args[0]).
+// lookup(args[0]). It checks as Redis's processCommand does, in its
+// order: the command exists (its subcommand too), its arity, the
+// client's authentication, its user's permissions, the memory limit; a
+// command refused by any is answered its error and not run.
 func (s *Server) execCommand(sess *session, w replier, args [][]byte, c command, ok bool) {
 	defer func() {
 		if r := recover(); r != nil {
@@ -134,7 +311,33 @@ func (s *Server) execCommand(sess *session, w replier, args [][]byte, c command,
 			w.WriteError(fmt.Sprintf("ERR internal error in '%s'", lowerName(args[0])))
 		}
 	}()
+	if rw, isRW := w.(*replyWriter); isRW {
+		sess.prevErrs = rw.errs
+	}
 	if sess.multi != nil && !(ok && c.control) && sess.authed {
+		if ok && c.arityOK(len(args)) {
+			// Queued commands are checked as any, and a refusal aborts
+			// the EXEC.
+			sub, msg := c.resolve(args)
+			switch {
+			case msg != "":
+				w.WriteError(msg)
+			case !sub.arityOK(len(args)):
+				w.WriteError(wrongArity(sub.name))
+				s.rejected(sess, w, &sub)
+			case sub.meta.flags&cmdNoMulti != 0:
+				w.WriteError("ERR Command not allowed inside a transaction")
+				s.rejected(sess, w, &sub)
+			case s.admit(sess, w, &sub, args):
+				s.queue(sess, w, c, ok, args)
+				if info := sess.info; info != nil && sess.multi != nil {
+					info.multi.Store(int32(len(sess.multi.cmds)))
+				}
+				return
+			}
+			sess.multi.dirty = true
+			return
+		}
 		s.queue(sess, w, c, ok, args)
 		return
 	}
@@ -145,20 +348,90 @@ func (s *Server) execCommand(sess *session, w replier, args [][]byte, c command,
 	// Redis's order: existence, arity, then authentication.
 	if !c.arityOK(len(args)) {
 		w.WriteError(wrongArity(c.name))
+		s.rejected(sess, w, &c)
 		return
+	}
+	if c.subs != nil {
+		var msg string
+		if c, msg = c.resolve(args); msg != "" {
+			w.WriteError(msg)
+			return
+		}
+		if !c.arityOK(len(args)) {
+			w.WriteError(wrongArity(c.name))
+			s.rejected(sess, w, &c)
+			return
+		}
 	}
 	if !sess.authed && !c.noAuth {
 		w.WriteError("NOAUTH Authentication required.")
+		s.rejected(sess, w, &c)
 		return
 	}
-	c.run(s, sess, w, args)
+	if !s.admit(sess, w, &c, args) {
+		return
+	}
+	s.call(sess, w, &c, args)
+}
+
+// errOOM is Redis's refusal of a command that may add memory past
+// maxmemory.
+const errOOM = "OOM command not allowed when used memory > 'maxmemory'."
+
+// admit checks what Redis checks once a command is known and its client
+// authenticated: the user's permissions, then the memory limit for a
+// command that may add memory (an EXEC for its queue's). A refusal is
+// answered, logged and counted.
+func (s *Server) admit(sess *session, w replier, c *command, args [][]byte) bool {
+	if !s.checkACL(sess, w, c, args) {
+		s.rejected(sess, w, c)
+		return false
+	}
+	// A transaction's commands were checked for memory when queued, and
+	// the EXEC for all of them.
+	if s.x.live.maxMemory.Load() > 0 && !sess.inExec {
+		deny := c.meta.flags&cmdDenyOOM != 0
+		if c.name == "exec" && sess.multi != nil && !sess.multi.dirty {
+			deny = s.queueMayAddMemory(sess.multi)
+		}
+		if deny && s.overMaxMemory() {
+			if c.name == "exec" {
+				// Redis aborts the transaction (multi.c's execCommandAbort).
+				sess.multi = nil
+				if sess.info != nil {
+					sess.info.multi.Store(-1)
+				}
+				w.WriteError("EXECABORT Transaction discarded because of: " + errOOM)
+			} else {
+				w.WriteError(errOOM)
+			}
+			s.rejected(sess, w, c)
+			return false
+		}
+	}
+	return true
+}
+
+// queueMayAddMemory reports whether a queued command may add memory.
+func (s *Server) queueMayAddMemory(m *multiState) bool {
+	deny := false
+	m.each(func(args [][]byte) {
+		if c, ok := lookup(args[0]); ok {
+			if sub, msg := c.resolve(args); msg == "" && sub.meta.flags&cmdDenyOOM != 0 {
+				deny = true
+			}
+		}
+	})
+	return deny
 }
 
 // lookup finds a command by name in any case, without allocating: the
 // name is lowered into a stack buffer, and a map index by string(bytes)
 // does not copy.
-func lookup(name []byte) (command, bool) {
-	var buf [16]byte // longer than any command's name
+func lookup(name []byte) (command, bool) { return lookupIn(commands, name) }
+
+func lookupIn(table map[string]command, name []byte) (command, bool) {
+	var buf [24]byte // longer than any command's name
 	if len(name) > len(buf) {
 		return command{}, false
 	}
@@ -168,7 +441,7 @@ func lookup(name []byte) (command, bool) {
 		}
 		buf[i] = c
 	}
-	c, ok := commands[string(buf[:len(name)])]
+	c, ok := table[string(buf[:len(name)])]
 	return c, ok
 }
 
@@ -248,7 +521,7 @@ func (s *Server) reserve(sess *session, w replier, name []byte, cf bool, build f
 		w.WriteError(msg)
 		return
 	}
-	e, created, pos, err := s.store.getOrCreateLogged(string(name), build)
+	e, created, pos, err := s.store.getOrCreateLogged(sess.db, string(name), build)
 	if err == nil {
 		err = s.commit(sess, pos)
 		if err != nil {

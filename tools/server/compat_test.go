@@ -238,7 +238,7 @@ func TestRedisBloomRepliesInBothProtocols(t *testing.T) {
 			} {
 				got := c.run(t, x.args...)
 				want := sizes.ReplaceAllStringFunc(x.want, func(m string) string {
-					return i(int64(s.store.get(sizes.FindStringSubmatch(m)[1]).sizeBytes()))
+					return i(int64(s.store.get(0, sizes.FindStringSubmatch(m)[1]).sizeBytes()))
 				})
 				if got != want {
 					t.Errorf("%q: %q, want %q", x.args, got, want)
@@ -253,14 +253,14 @@ func TestRedisBloomRepliesInBothProtocols(t *testing.T) {
 				t.Errorf("CF.INFO %q", cfInfo)
 			}
 			for _, name := range []string{"ignored", "capped", "x4"} {
-				if e := s.store.get(name); e == nil || e.kind != kindScalable {
+				if e := s.store.get(0, name); e == nil || e.kind != kindScalable {
 					t.Fatalf("%s: not a scalable key", name)
 				}
 			}
-			if g := s.store.get("x4").scalable.Config().Growth; g != 4 {
+			if g := s.store.get(0, "x4").scalable.Config().Growth; g != 4 {
 				t.Errorf("EXPANSION 4 made growth %d", g)
 			}
-			if r := s.store.get("capped").errorRate; r != errorRateCap {
+			if r := s.store.get(0, "capped").errorRate; r != errorRateCap {
 				t.Errorf("BF.RESERVE at 0.9 made a filter at %v, not RedisBloom's cap 0.25", r)
 			}
 		})

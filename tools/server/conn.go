@@ -139,9 +139,27 @@ type connection struct {
 type session struct {
 	id     int64
 	authed bool
-	name   string
 	quit   bool
 	proto  int // 2 or 3
+	// db is the database SELECT chose, 0 until then.
+	db int
+	// user is the user the session runs as: the default user until an
+	// AUTH names another (acl.go); nil runs anything (tests of exec).
+	user *aclUser
+	// info is what other goroutines may read of the connection (CLIENT
+	// LIST): its name, flags, last command; nil outside a connection.
+	info *clientInfo
+	// prevErrs is the count of error replies when the last command ended,
+	// to tell a command that failed (INFO commandstats).
+	prevErrs int
+	// lookup caches the last key looked up for the statistics.
+	lookup lookupCache
+	// counts are the statistics of the batch's commands not yet added to
+	// the shared counters (flushCounts).
+	counts pendingCounts
+	// lastEnd is when the last command of the batch running ended
+	// (nanotime), 0 outside a batch: the next one's start (stats.go).
+	lastEnd int64
 	// multi is the transaction being queued, nil outside MULTI.
 	multi *multiState
 	// authFailures counts wrong passwords on this connection.
@@ -166,11 +184,49 @@ type session struct {
 
 func (s *Server) newClient(addr string) *connection {
 	c := &connection{s: s, addr: addr}
-	c.sess = session{id: s.nextID.Add(1), authed: s.cfg.Password == "", proto: 2, client: c,
-		log: logWait{deferred: true}}
+	info := &clientInfo{created: time.Now()}
+	info.multi.Store(-1)
+	info.resp.Store(2)
+	info.lastIO.Store(info.created.Unix())
+	info.user.Store(s.x.acl.def)
+	c.sess = session{id: s.nextID.Add(1), authed: !s.authRequired(), proto: 2, client: c,
+		log: logWait{deferred: true}, user: s.x.acl.def, info: info}
 	c.w.proto = 2
+	c.w.onError = s.x.countError
 	c.lock = s.execLock.shard(c.sess.id)
+	s.x.connectionsReceived.Add(1)
+	s.x.registry.add(c)
 	return c
+}
+
+// authRequired reports whether a new connection must authenticate: the
+// default user has a password or is off (Redis's authRequired).
+func (s *Server) authRequired() bool { return s.x.acl.authRequired.Load() }
+
+// unauth reports whether the connection is held to the limits of one
+// that has not authenticated.
+func (c *connection) unauth() bool { return !c.sess.authed && c.s.authRequired() }
+
+// forget takes a closed connection out of the registry, its traffic into
+// the totals.
+func (s *Server) forget(c *connection) {
+	s.x.registry.remove(c)
+	if info := c.sess.info; info != nil {
+		s.x.netIn.Add(info.netIn.Load())
+		s.x.netOut.Add(info.netOut.Load())
+	}
+}
+
+// kill closes the connection from another goroutine (CLIENT KILL, ACL
+// DELUSER): its loop closes it at its next turn, without its pending
+// replies.
+func (c *connection) kill() {
+	if g := c.goroutine; g != nil {
+		// The socket: a *tls.Conn's Close would first send a
+		// close_notify, waiting on a client that does not read.
+		g.raw.Close() // ends a read or write in progress
+	}
+	c.wake(wakeClose, nil)
 }
 
 // input takes bytes just read, runs the commands they complete and sends
@@ -180,6 +236,8 @@ func (c *connection) input(data []byte) {
 	if c.closing || c.dead {
 		return
 	}
+	c.sess.info.netIn.Add(int64(len(data)))
+	c.sess.info.lastIO.Store(c.s.x.unix())
 	var err error
 	keep := true
 	if c.r == len(c.in) && c.block == 0 {
@@ -231,7 +289,7 @@ func (c *connection) finish(err error, keep bool) {
 func (c *connection) refuse(err error) {
 	if err == errBuffersFull {
 		c.s.logOutput.log(c.s.cfg.Logger, "requests would exceed max-buffered-bytes; closed the client", "remote", c.addr,
-			"authenticated", c.sess.authed || c.s.cfg.Password == "")
+			"authenticated", !c.unauth())
 	}
 	c.p.reset()
 	c.w.WriteError(err.Error())
@@ -293,6 +351,11 @@ func (c *connection) finished() bool {
 // connection waits for the log's flusher to wake it, and runs nothing
 // meanwhile, so that no later reply overtakes them.
 func (c *connection) send() {
+	if c.block&blockBusy == 0 {
+		// Counted before any reply leaves, as Redis counts a command
+		// before its reply is written out.
+		c.s.flushCounts(&c.sess)
+	}
 	if c.block&(blockLog|blockBusy) != 0 || c.dead {
 		return
 	}
@@ -315,6 +378,7 @@ func (c *connection) send() {
 			return
 		}
 		c.sent += n
+		c.sess.info.netOut.Add(int64(n))
 	}
 	if c.sent == len(c.w.b) {
 		c.sent = 0
@@ -345,7 +409,7 @@ func (c *connection) send() {
 // authenticates and never reads cannot make the server hold more than
 // that (it could otherwise pipeline PINGs for 64 MiB of NOAUTH replies).
 func (c *connection) unreadLimit() int {
-	if !c.sess.authed && c.s.cfg.Password != "" {
+	if c.unauth() {
 		return unauthPendingBytes
 	}
 	return c.s.cfg.MaxRequestBytes
@@ -369,7 +433,7 @@ func (c *connection) dropReplies() {
 // counted in the budget) and the clients together hold under half of
 // MaxBufferedBytes, so that kept buffers never crowd out a request.
 func (c *connection) keep(n int) bool {
-	return n <= keepBufferBytes && c.s.buffered.Load() < c.s.cfg.MaxBufferedBytes/2
+	return n <= keepBufferBytes && c.s.buffered.Load() < c.s.x.live.maxBufferedBytes.Load()/2
 }
 
 // buffer appends bytes not yet run to the connection's buffer, growing it
@@ -404,7 +468,7 @@ func (c *connection) buffer(b []byte) error {
 func (c *connection) checkPending() error {
 	pending := len(c.in) - c.r
 	limit := c.s.cfg.MaxRequestBytes + maxInlineBytes
-	if !c.sess.authed && c.s.cfg.Password != "" {
+	if c.unauth() {
 		limit = unauthPendingBytes
 	}
 	if pending > limit {
@@ -417,7 +481,7 @@ func (c *connection) checkPending() error {
 // difference from the server's budget.
 func (c *connection) resize(size int) error {
 	limit := c.s.cfg.MaxRequestBytes + 2*maxInlineBytes
-	if !c.sess.authed && c.s.cfg.Password != "" {
+	if c.unauth() {
 		limit = unauthPendingBytes + maxInlineBytes
 	}
 	if size > limit {
@@ -438,18 +502,18 @@ func (c *connection) resize(size int) error {
 // gives them back. It fails, taking nothing, when the budget is spent.
 func (c *connection) reserve(n int64) bool {
 	s := c.s
-	unauth := !c.sess.authed && s.cfg.Password != ""
+	unauth := c.unauth()
 	if !unauth && c.unauthHeld > 0 { // authenticated since its last reservation
 		s.unauthBuffered.Add(-c.unauthHeld)
 		c.unauthHeld = 0
 	}
 	if n > 0 {
-		if s.buffered.Add(n) > s.cfg.MaxBufferedBytes {
+		if s.buffered.Add(n) > s.x.live.maxBufferedBytes.Load() {
 			s.buffered.Add(-n)
 			return false
 		}
 		if unauth {
-			if s.unauthBuffered.Add(n) > s.cfg.MaxUnauthBufferedBytes {
+			if s.unauthBuffered.Add(n) > s.x.live.maxUnauthBufferedBytes.Load() {
 				s.unauthBuffered.Add(-n)
 				s.buffered.Add(-n)
 				return false
@@ -465,6 +529,7 @@ func (c *connection) reserve(n int64) bool {
 		}
 	}
 	c.held += n
+	c.sess.info.held.Store(c.held)
 	return true
 }
 
@@ -504,9 +569,12 @@ func (c *connection) run(b []byte, own bool) (used int, keep bool) {
 	s := c.s
 	c.lock.Lock()
 	c.sess.holdsShard = true
+	c.sess.lastEnd = nanotime()
 	defer func() {
 		if c.block&blockBusy == 0 { // else a goroutine has the session
 			c.sess.holdsShard = false
+			c.sess.lastEnd = 0
+			c.sess.lookup.endBatch()
 		}
 		c.lock.Unlock()
 	}()
@@ -576,10 +644,10 @@ func (c *connection) dispatch(args [][]byte, owned bool, size int) {
 			c.runOffLoop(cmd, args, owned)
 			return
 		}
-	case cmd.slow || heavy(args, size):
+	case cmd.isSlow(args) || heavy(args, size):
 		c.runOffLoop(cmd, args, owned)
 		return
-	case s.iso.active.Load() > 0 && !s.loopMayRun(cmd.name, args):
+	case s.iso.active.Load() > 0 && !s.loopMayRun(c.sess.db, cmd.name, args):
 		c.runOffLoop(cmd, args, owned)
 		return
 	}
@@ -617,6 +685,8 @@ func (c *connection) runOffLoop(cmd command, args [][]byte, owned bool) {
 	}
 	c.block |= blockBusy
 	c.sess.holdsShard = false // the goroutine does not hold it
+	c.sess.lastEnd = 0        // its command's time starts when it does
+	c.sess.lookup.endBatch()
 	go func() {
 		c.runHere(cmd, args)
 		c.wake(wakeBusy, nil)
@@ -631,8 +701,8 @@ func (c *connection) runHere(cmd command, args [][]byte) {
 		offLoopHook(cmd.name)
 	}
 	var cl claim
-	if cmd.name != "exec" {
-		s.addClaim(&cl, cmd.name, args)
+	if cmd.name != "exec" && !keySpecs[cmd.name].own {
+		s.addClaim(&cl, c.sess.db, cmd.name, args)
 		spec := keySpecs[cmd.name]
 		// A creator claims the change mode even for a key it found:
 		// a DEL could remove the key before it runs. (On a loop the
@@ -644,6 +714,8 @@ func (c *connection) runHere(cmd command, args [][]byte) {
 	s.iso.acquire(&cl)
 	s.execCommand(&c.sess, &c.w, args, cmd, true)
 	s.iso.release(&cl)
+	c.sess.lookup.endBatch()
+	s.flushCounts(&c.sess)
 }
 
 // heavyPending reports whether the command the parser is in the middle of
@@ -723,10 +795,10 @@ func copyArgs(args [][]byte) ([][]byte, int) {
 // mustWaitForAuth reports whether args check a password while the gate is
 // shut; the connection then waits until the gate opens.
 func (c *connection) mustWaitForAuth(args [][]byte) bool {
-	if c.s.cfg.Password == "" || c.sess.multi != nil {
+	if c.sess.multi != nil {
 		return false
 	}
-	if !eq(args[0], "auth") && !(eq(args[0], "hello") && len(args) > 2) {
+	if !(len(args[0]) == 4 && eq(args[0], "auth")) && !(len(args) > 2 && len(args[0]) == 5 && eq(args[0], "hello")) {
 		return false
 	}
 	wait := c.s.auth.delay()

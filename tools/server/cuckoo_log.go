@@ -63,10 +63,10 @@ func appendCuckooHeader(dst []byte, in redisbloom.CuckooInfo) []byte {
 // appendCuckoo logs a numbered change of a cuckoo key: adds of hs
 // (recCuckooAdd), the delete of hs[0] (recCuckooDelete) or a compaction
 // (recCuckooCompact, hs empty).
-func (l *appendLog) appendCuckoo(kind byte, key []byte, seq uint64, hs []uint64) uint64 {
+func (l *appendLog) appendCuckoo(kind byte, db int, key []byte, seq uint64, hs []uint64) uint64 {
 	le := binary.LittleEndian
 	l.mu.Lock()
-	start := begin(l, kind, key)
+	start := begin(l, kind, db, key)
 	l.buf = le.AppendUint64(l.buf, seq)
 	for _, h := range hs {
 		l.buf = le.AppendUint64(l.buf, h)
@@ -80,14 +80,14 @@ func (l *appendLog) appendCuckoo(kind byte, key []byte, seq uint64, hs []uint64)
 // rbChunkPiece bytes, numbered from seq, and returns the position after the
 // last and how many it wrote. A piece at bytes [p, p+n) is the chunk of
 // iterator p + n + 1, as appendRBChunk's.
-func (l *appendLog) appendCuckooChunk(key []byte, seq uint64, iter int64, data []byte) (uint64, uint64) {
+func (l *appendLog) appendCuckooChunk(db int, key []byte, seq uint64, iter int64, data []byte) (uint64, uint64) {
 	le := binary.LittleEndian
 	start := uint64(iter) - uint64(len(data)) - 1 // LoadChunk checked it
 	var pos, n uint64
 	l.mu.Lock()
 	for off := 0; off < len(data); off += rbChunkPiece {
 		piece := data[off:min(len(data), off+rbChunkPiece)]
-		at := begin(l, recCuckooChunk, key)
+		at := begin(l, recCuckooChunk, db, key)
 		l.buf = le.AppendUint64(l.buf, seq+n)
 		l.buf = le.AppendUint64(l.buf, start+uint64(off)+uint64(len(piece))+1)
 		l.buf = append(l.buf, piece...)
@@ -100,7 +100,7 @@ func (l *appendLog) appendCuckooChunk(key []byte, seq uint64, iter int64, data [
 
 // applyCuckoo replays one cuckoo record of key, whose entry is e (nil when
 // missing). It reports false for a kind that is not a cuckoo record.
-func (rp *replayer) applyCuckoo(kind byte, key, rest []byte, e *entry) (bool, error) {
+func (rp *replayer) applyCuckoo(keys map[string]*entry, kind byte, key, rest []byte, e *entry) (bool, error) {
 	le := binary.LittleEndian
 	switch kind {
 	case recCuckooCreate:
@@ -114,7 +114,7 @@ func (rp *replayer) applyCuckoo(kind byte, key, rest []byte, e *entry) (bool, er
 		}
 		ne := &entry{kind: kindCuckoo, cf: f}
 		ne.dirty.Store(true)
-		rp.keys[string(key)] = ne
+		keys[string(key)] = ne
 		return true, nil
 	case recCuckooAdd, recCuckooDelete, recCuckooCompact, recCuckooChunk:
 	default:

@@ -183,6 +183,9 @@ type keySpec struct {
 	list   bool  // reads which keys exist
 	create bool  // creates its key if missing
 	delete bool  // deletes keys
+	// own: it takes its keys' latches alone itself (cmd_move.go's
+	// alone), off the loop, rather than shared.
+	own bool
 }
 
 const (
@@ -197,6 +200,16 @@ var keySpecs = map[string]keySpec{
 	"del": {keys: keysAll, delete: true}, "unlink": {keys: keysAll, delete: true},
 	"flushall": {keys: keysEvery, delete: true}, "flushdb": {keys: keysEvery, delete: true},
 	"keys": {list: true}, "scan": {list: true}, "dbsize": {list: true},
+
+	"expire": {keys: keysFirst, delete: true}, "pexpire": {keys: keysFirst, delete: true},
+	"expireat": {keys: keysFirst, delete: true}, "pexpireat": {keys: keysFirst, delete: true},
+	"ttl": {keys: keysFirst}, "pttl": {keys: keysFirst}, "expiretime": {keys: keysFirst},
+	"pexpiretime": {keys: keysFirst}, "persist": {keys: keysFirst},
+	"rename":   {keys: keysAll, create: true, delete: true, own: true},
+	"renamenx": {keys: keysAll, create: true, delete: true, own: true},
+	"copy":     {keys: keysAll, create: true, delete: true, own: true},
+	"move":     {keys: keysFirst, create: true, delete: true, own: true},
+	"swapdb":   {keys: keysEvery, list: true, delete: true, own: true},
 
 	"bf.reserve": {keys: keysFirst, create: true}, "bf.add": {keys: keysFirst, create: true},
 	"bf.madd": {keys: keysFirst, create: true}, "bf.insert": {keys: keysFirst, create: true},
@@ -217,7 +230,7 @@ var keySpecs = map[string]keySpec{
 // caller either holds the key's stripe alone (a transaction, which checks
 // again once it holds it) or runs while no transaction holds the list
 // mode (see the top of this file).
-func (s *Server) addClaim(c *claim, name string, args [][]byte) {
+func (s *Server) addClaim(c *claim, db int, name string, args [][]byte) {
 	spec := keySpecs[name]
 	switch spec.keys {
 	case keysFirst:
@@ -232,17 +245,17 @@ func (s *Server) addClaim(c *claim, name string, args [][]byte) {
 		}
 	}
 	c.list = c.list || spec.list
-	c.change = c.change || spec.delete || spec.create && s.store.getBytes(args[1]) == nil
+	c.change = c.change || spec.delete || spec.create && s.store.getBytes(db, args[1]) == nil
 }
 
 // loopMayRun reports whether a command may run on its loop while
 // transactions are active: it needs nothing they hold.
-func (s *Server) loopMayRun(name string, args [][]byte) bool {
+func (s *Server) loopMayRun(db int, name string, args [][]byte) bool {
 	if _, ok := keySpecs[name]; !ok {
 		return true
 	}
 	var c claim
-	s.addClaim(&c, name, args)
+	s.addClaim(&c, db, name, args)
 	return s.iso.free(&c)
 }
 

@@ -114,7 +114,7 @@ func TestExecListingsAgree(t *testing.T) {
 // the returned function (or the test's end, so that its server can shut
 // down) releases it.
 func holdKeyLock(t *testing.T, s *Server, key string) (unlock func()) {
-	e := s.store.get(key)
+	e := s.store.get(0, key)
 	e.mu.Lock()
 	var once sync.Once
 	unlock = func() { once.Do(e.mu.Unlock) }

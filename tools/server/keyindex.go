@@ -146,7 +146,7 @@ func (x *keyIndex) scan(cursor uint64, count int64, visit func(name string)) uin
 // hold of the store's read lock (scanChunk): a few hundred microseconds.
 const walkChunk = 1024
 
-// scanChunks is keyIndex.scan in chunks of at most walkChunk keys, each
+// scanChunks is keyIndex.scan of database db in chunks of at most walkChunk keys, each
 // under its own hold of the store's read lock, with lock and unlock around
 // each (the store's read lock, and whatever else the caller must hold
 // while it reads the index). visit runs without them: it may be slow.
@@ -154,14 +154,14 @@ const walkChunk = 1024
 // before each key, ends the walk early, at the first key whose hash
 // differs from the last visited one's, so that the cursor returned goes
 // on exactly there.
-func (s *store) scanChunks(cursor uint64, count int64, lock, unlock func(), visit func(name string), stop func() bool) uint64 {
+func (s *store) scanChunks(db int, cursor uint64, count int64, lock, unlock func(), visit func(name string), stop func() bool) uint64 {
 	names := make([]string, 0, min(count, walkChunk))
 	var last uint64
 	for visited := int64(0); visited < count; {
 		names = names[:0]
 		lock()
 		s.mu.RLock()
-		next := s.index.scan(cursor, min(count-visited, walkChunk), func(name string) { names = append(names, name) })
+		next := s.dbs[db].idx().scan(cursor, min(count-visited, walkChunk), func(name string) { names = append(names, name) })
 		s.mu.RUnlock()
 		unlock()
 		for _, name := range names {

@@ -3,11 +3,15 @@ package server
 import (
 	"context"
 	"errors"
+	"fmt"
+	"io"
 	"io/fs"
+	"log/slog"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -211,4 +215,188 @@ func TestRedisPyTLSAndUnixSocket(t *testing.T) {
 	check("tls", host, port, p.caFile)
 	_, path := startUnix(t, Config{Password: "pw"})
 	check("unix", path)
+}
+
+// Every listener serves the same users and counts in the same statistics:
+// a user allowed only reads gets NOPERM for BF.ADD over TLS and the Unix
+// socket as over plaintext TCP, a client that has not authenticated gets
+// NOAUTH on each; INFO names the three listeners and counts their clients,
+// CONFIG GET port and Addr are the plaintext port's whichever listener
+// started first, and CLIENT LIST shows the socket's clients as Redis does.
+func TestListenersShareUsersAndStats(t *testing.T) {
+	p := newTestPKI(t)
+	free := func() string {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ln.Close()
+		return ln.Addr().String()
+	}
+	path := filepath.Join(t.TempDir(), "s.sock")
+	tc := p.serverTLS()
+	tc.AuthClients = "no"
+	s, err := New(Config{Addr: free(), TLSAddr: free(), TLS: tc, UnixSocket: path, Password: "pw",
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- s.ListenAndServe() }()
+	t.Cleanup(func() {
+		s.Shutdown(context.Background())
+		<-done
+	})
+	waitFor(t, "three listeners", func() bool {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return len(s.listeners) == 3
+	})
+	ctx := context.Background()
+	admin := client(t, s.cfg.Addr, func(o *redis.Options) { o.Password = "pw" })
+	if err := admin.Do(ctx, "ACL", "SETUSER", "reader", "on", ">rpw", "~*", "+@read").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := admin.BFAdd(ctx, "blocks", "a").Err(); err != nil {
+		t.Fatal(err)
+	}
+	listeners := map[string]func(*redis.Options){
+		"tcp":  func(o *redis.Options) {},
+		"tls":  func(o *redis.Options) { o.Addr, o.TLSConfig = s.cfg.TLSAddr, p.clientTLS(false) },
+		"unix": func(o *redis.Options) { o.Network, o.Addr = "unix", path },
+	}
+	for name, opt := range listeners {
+		anon := client(t, s.cfg.Addr, opt)
+		wantErr(t, anon.BFExists(ctx, "blocks", "a").Err(), "NOAUTH")
+		reader := client(t, s.cfg.Addr, opt, func(o *redis.Options) { o.Username, o.Password = "reader", "rpw" })
+		if ok, err := reader.BFExists(ctx, "blocks", "a").Result(); err != nil || !ok {
+			t.Fatalf("%s: the reader's BF.EXISTS: %v %v", name, ok, err)
+		}
+		wantErr(t, reader.BFAdd(ctx, "blocks", "b").Err(), "NOPERM User reader has no permissions to run the 'bf.add' command")
+	}
+	// One open connection on each listener besides the admin's.
+	conns := map[string]*redis.Conn{}
+	for name, opt := range listeners {
+		conns[name] = client(t, s.cfg.Addr, opt, func(o *redis.Options) { o.Password = "pw" }).Conn()
+		if err := conns[name].Ping(ctx).Err(); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		t.Cleanup(func() { conns[name].Close() })
+	}
+	if a := s.Addr(); a == nil || a.String() != s.cfg.Addr {
+		t.Fatalf("Addr %v, want the plaintext port's %s", a, s.cfg.Addr)
+	}
+	_, tcpPort, _ := net.SplitHostPort(s.cfg.Addr)
+	_, tlsPort, _ := net.SplitHostPort(s.cfg.TLSAddr)
+	info, err := conns["tls"].Info(ctx, "server", "clients").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"tcp_port:" + tcpPort + "\r\n",
+		"listener0:name=tcp,bind=127.0.0.1,port=" + tcpPort + "\r\n",
+		"listener1:name=unix,bind=" + path + "\r\n",
+		"listener2:name=tls,bind=127.0.0.1,port=" + tlsPort + "\r\n"} {
+		if !strings.Contains(info, want) {
+			t.Errorf("INFO lacks %q:\n%s", want, info)
+		}
+	}
+	// The admin's, and the three (the other clients may not be closed yet).
+	_, fields := infoFields(t, info)
+	if n, _ := strconv.Atoi(fields["Clients"]["connected_clients"]); n < 4 {
+		t.Errorf("connected_clients:%s with four clients open", fields["Clients"]["connected_clients"])
+	}
+	got, err := conns["unix"].ConfigGet(ctx, "*port").Result()
+	if err != nil || got["port"] != tcpPort || got["tls-port"] != tlsPort {
+		t.Fatalf("CONFIG GET *port: %v %v", got, err)
+	}
+	line, err := conns["unix"].Do(ctx, "CLIENT", "INFO").Text()
+	if err != nil || !strings.Contains(line, " addr="+path+":0 laddr="+path+":0 ") || !strings.Contains(line, " flags=U ") {
+		t.Errorf("CLIENT INFO over the socket: %q %v", line, err)
+	}
+	list, err := conns["tcp"].ClientList(ctx).Result()
+	if err != nil || !strings.Contains(list, "addr="+path+":0 laddr="+path+":0 ") {
+		t.Fatalf("CLIENT LIST lacks the socket's client: %v %q", err, list)
+	}
+}
+
+// The TLS and socket settings in a configuration file: tls-port on bind's
+// host whichever comes first, the files, the socket and its permissions;
+// served, shown by CONFIG GET, refused by CONFIG SET where they take a
+// restart, and kept by CONFIG REWRITE.
+func TestConfigFileTLSAndSocket(t *testing.T) {
+	p := newTestPKI(t)
+	dir := t.TempDir()
+	sock := filepath.Join(dir, "s.sock")
+	path := filepath.Join(dir, "ohbloom.conf")
+	text := fmt.Sprintf("tls-port 6380\nbind 10.1.2.3\ntls-cert-file %s\ntls-key-file %s\ntls-ca-cert-file %s\n"+
+		"tls-auth-clients optional\nunixsocket %s\nunixsocketperm 750\n", p.certFile, p.keyFile, p.caFile, sock)
+	os.WriteFile(path, []byte(text), 0o600)
+	var c Config
+	if err := ReadConfigFile(path, &c); err != nil {
+		t.Fatal(err)
+	}
+	if c.TLSAddr != "10.1.2.3:6380" || c.Addr != "10.1.2.3:6379" || c.TLS.CertFile != p.certFile || c.TLS.KeyFile != p.keyFile ||
+		c.TLS.CACertFile != p.caFile || c.TLS.AuthClients != "optional" || c.UnixSocket != sock || c.UnixSocketPerm != 0o750 {
+		t.Fatalf("read %+v", c)
+	}
+	for _, bad := range []struct{ text, err string }{
+		{"unixsocketperm 999\n", "octal permissions, at most 777"},
+		{"tls-port 70000\n", "argument must be between 0 and 65535 inclusive"},
+	} {
+		os.WriteFile(filepath.Join(dir, "bad.conf"), []byte(bad.text), 0o600)
+		var c Config
+		if err := ReadConfigFile(filepath.Join(dir, "bad.conf"), &c); err == nil || !strings.Contains(err.Error(), bad.err) {
+			t.Errorf("%q: %v, want %q", bad.text, err, bad.err)
+		}
+	}
+
+	c.Addr, c.TLSAddr = "127.0.0.1:0", "127.0.0.1:0"
+	c.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	s, err := New(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- s.ListenAndServe() }()
+	t.Cleanup(func() {
+		s.Shutdown(context.Background())
+		<-done
+	})
+	waitFor(t, "three listeners", func() bool {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return len(s.listeners) == 3 && s.tls.addr.Load() != nil
+	})
+	ctx := context.Background()
+	rdb := client(t, sock, func(o *redis.Options) { o.Network = "unix" })
+	got, err := rdb.ConfigGet(ctx, "*").Result()
+	_, tlsPort, _ := net.SplitHostPort((*s.tls.addr.Load()).String())
+	if err != nil || got["tls-port"] != tlsPort || got["tls-auth-clients"] != "optional" || got["unixsocket"] != sock ||
+		got["unixsocketperm"] != "750" || got["tls-cert-file"] != p.certFile {
+		t.Fatalf("CONFIG GET *: %v %v", got, err)
+	}
+	if _, ok := got["tls-key-file-pass"]; ok {
+		t.Fatal("CONFIG GET * shows tls-key-file-pass")
+	}
+	for _, name := range []string{"tls-port", "unixsocket", "unixsocketperm"} {
+		wantErr(t, rdb.ConfigSet(ctx, name, "1").Err(), "can't set immutable config")
+	}
+	// A tls-* setting and another in one CONFIG SET: all or none.
+	wantErr(t, rdb.Do(ctx, "CONFIG", "SET", "maxmemory", "1mb", "tls-auth-clients", "maybe").Err(), "tls-auth-clients")
+	if v, _ := rdb.ConfigGet(ctx, "maxmemory").Result(); v["maxmemory"] != "0" {
+		t.Fatalf("maxmemory set by a CONFIG SET that failed: %v", v)
+	}
+	if err := rdb.Do(ctx, "CONFIG", "SET", "maxmemory", "1gb", "tls-auth-clients", "no").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := rdb.ConfigRewrite(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := os.ReadFile(path)
+	for _, want := range []string{"tls-port " + tlsPort + "\n", "tls-auth-clients no\n", "unixsocket " + sock + "\n",
+		"unixsocketperm 750\n", "tls-cert-file " + p.certFile + "\n", "maxmemory 1gb\n"} {
+		if strings.Count(string(b), want) != 1 {
+			t.Errorf("the rewritten file lacks %q once:\n%s", want, b)
+		}
+	}
 }

@@ -20,7 +20,7 @@ type FileLoad struct {
 }
 
 // LoadFile serves the filter in the file at path, as ohbloom's Save or
-// SaveFile wrote it, as key name:
+// SaveFile wrote it, as key name of database 0:
 //
 //   - a Filter (what "ohbloom build" writes) as a BF key that does not grow
 //     (as BF.RESERVE … NONSCALING makes): it takes adds up to the capacity
@@ -61,7 +61,10 @@ func (s *Server) LoadFile(name, path string, replace bool) (FileLoad, error) {
 		return FileLoad{}, fmt.Errorf("server: %s", msg)
 	}
 	st.mu.Lock()
-	old := st.keys[name]
+	old := st.dbs[0].keys[name]
+	if old != nil && old.expiredAt(st.nowMs()) {
+		old = nil
+	}
 	if old != nil && !replace {
 		st.mu.Unlock()
 		return out, nil
@@ -69,15 +72,13 @@ func (s *Server) LoadFile(name, path string, replace bool) (FileLoad, error) {
 	e.dirty.Store(true)
 	var pos uint64
 	if st.log != nil {
-		if pos, err = st.log.appendLoad(name, rec.Bytes()); err != nil {
+		if pos, err = st.log.appendLoad(0, name, rec.Bytes()); err != nil {
 			st.mu.Unlock()
 			return FileLoad{}, fmt.Errorf("server: logging the load of %s: %w", path, err)
 		}
 	}
-	st.keys[name] = e
-	if old == nil {
-		st.index.add(name)
-	}
+	st.dbs[0].setLocked(name, e)
+	st.gen.Add(1)
 	st.mu.Unlock()
 	out.Loaded, out.Replaced = true, old != nil
 	if st.log != nil {

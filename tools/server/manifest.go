@@ -17,6 +17,8 @@ package server
 //	saved <unix seconds, decimal>   the last successful save, 0 before the first
 //	log <first> <last>              the live segments: first..last, none when first = last+1
 //	ended <gen> <size>              (0 or more) a live segment before last, and where it ends
+//	database <db> <id>              (0 or more, decimal) database db's keys are in the files
+//	                                of database id (SWAPDB); a database not listed is in its own
 //	file <32 hex digits>            (0 or more) a data file present when this was written
 //	sum <check>                     XXH3 of the lines from "saved" up to this one
 //
@@ -75,6 +77,9 @@ type manifestState struct {
 	// size is where the last whole line ends: the journal goes on from
 	// there.
 	size int64
+	// dbmap maps a database to the database whose files hold its keys,
+	// where the two differ (SWAPDB).
+	dbmap map[int]int
 }
 
 func hex16(v uint64) string { return fmt.Sprintf("%016x", v) }
@@ -125,6 +130,14 @@ func encodeManifest(st *manifestState, files []string) []byte {
 	for _, g := range gens {
 		fmt.Fprintf(&b, "ended %s %s\n", hex16(g), hex16(uint64(st.ended[g])))
 	}
+	dbs := make([]int, 0, len(st.dbmap))
+	for db := range st.dbmap {
+		dbs = append(dbs, db)
+	}
+	slices.Sort(dbs)
+	for _, db := range dbs {
+		fmt.Fprintf(&b, "database %d %d\n", db, st.dbmap[db])
+	}
 	for _, f := range files {
 		fmt.Fprintf(&b, "file %s\n", strings.TrimSuffix(f, recordFileExt))
 	}
@@ -137,7 +150,7 @@ var errManifest = errors.New("damaged manifest")
 // parseManifest reads a manifest. It allocates as the lines arrive, each at
 // most maxManifestLine bytes.
 func parseManifest(r *bufio.Reader) (*manifestState, error) {
-	st := &manifestState{ended: map[uint64]int64{}, files: map[string]bool{}, removed: map[string]bool{}}
+	st := &manifestState{ended: map[uint64]int64{}, files: map[string]bool{}, removed: map[string]bool{}, dbmap: map[int]int{}}
 	lineNo := 0
 	// next returns the next line without its \n, and whether it had one.
 	next := func() (string, bool, error) {
@@ -228,6 +241,13 @@ func parseManifest(r *bufio.Reader) (*manifestState, error) {
 				return nil, bad("bad segment end")
 			}
 			st.ended[gen] = int64(size)
+		case f[0] == "database" && len(f) == 3:
+			db, e1 := strconv.ParseUint(f[1], 10, 31)
+			id, e2 := strconv.ParseUint(f[2], 10, 31)
+			if e1 != nil || e2 != nil || db >= maxDatabases || id >= maxDatabases || db == id || func() bool { _, dup := st.dbmap[int(db)]; return dup }() || strconv.FormatUint(db, 10) != f[1] || strconv.FormatUint(id, 10) != f[2] {
+				return nil, bad("bad database line")
+			}
+			st.dbmap[int(db)] = int(id)
 		case f[0] == "file" && len(f) == 2 && isFileHash(f[1]):
 			st.files[f[1]+recordFileExt] = true
 		case f[0] == "sum" && len(f) == 2:

@@ -180,7 +180,8 @@ func TestDirectoryWithoutAManifest(t *testing.T) {
 // folds in; a journal line cut short at the end is ignored, a damaged one
 // refused.
 func TestManifestRoundTrip(t *testing.T) {
-	st := &manifestState{saved: 1234, first: 3, last: 5, ended: map[uint64]int64{3: 100, 4: 16}, syncedGen: 5, syncedSize: 999}
+	st := &manifestState{saved: 1234, first: 3, last: 5, ended: map[uint64]int64{3: 100, 4: 16}, syncedGen: 5, syncedSize: 999,
+		dbmap: map[int]int{0: 7, 7: 0, 2: 3, 3: 2}}
 	files := []string{"0123456789abcdef0123456789abcdef.ohbs", "ffffffffffffffffffffffffffffffff.ohbs"}
 	data := encodeManifest(st, files)
 	data = append(data, checked("segment "+hex16(6)+" "+hex16(4096))+"\n"...)
@@ -192,7 +193,7 @@ func TestManifestRoundTrip(t *testing.T) {
 	want := &manifestState{saved: 1234, first: 3, last: 6, ended: map[uint64]int64{3: 100, 4: 16, 5: 4096},
 		syncedGen: 5, syncedSize: 999, size: int64(len(data)),
 		files:   map[string]bool{files[0]: true, files[1]: true},
-		removed: map[string]bool{files[1]: true}}
+		removed: map[string]bool{files[1]: true}, dbmap: st.dbmap}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("read back %+v\nwant %+v", got, want)
 	}

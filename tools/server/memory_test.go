@@ -40,7 +40,7 @@ func madd(t *testing.T, rdb *redis.Client, key, prefix string, n, count int) []e
 // bits is the memory of a BF key's filter bits, what max-filter-bytes
 // bounds.
 func bits(s *Server, key string) uint64 {
-	e := s.store.get(key)
+	e := s.store.get(0, key)
 	if e.kind != kindRedisBloom {
 		return e.sizeBytes()
 	}
@@ -296,20 +296,20 @@ func TestRestartCostsTheDataNotMore(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	st := s.store
 	for range 10_000_000 / 4 {
-		st.get("scalable").scalable.AddHash(rng.Uint64())
+		st.get(0, "scalable").scalable.AddHash(rng.Uint64())
 	}
 	for range 5_000_000 / 4 {
-		st.get("fixed").fixed.AddHash(rng.Uint64())
+		st.get(0, "fixed").fixed.AddHash(rng.Uint64())
 	}
 	for range 4_000_000 / 4 {
-		st.get("counting").cf.AddHash(rng.Uint64())
+		st.get(0, "counting").cf.AddHash(rng.Uint64())
 	}
 	for _, key := range []string{"scalable", "fixed"} {
 		do("BF.ADD", key, "known")
 	}
 	do("CF.ADD", "counting", "known")
-	written := st.get("scalable").sizeBytes() + st.get("fixed").sizeBytes() + st.get("counting").sizeBytes()
-	empty := st.get("empty").sizeBytes()
+	written := st.get(0, "scalable").sizeBytes() + st.get(0, "fixed").sizeBytes() + st.get(0, "counting").sizeBytes()
+	empty := st.get(0, "empty").sizeBytes()
 	if err := st.save(true); err != nil {
 		t.Fatal(err)
 	}

@@ -119,6 +119,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 )
 
@@ -131,7 +132,17 @@ const lastSaveFile = "ohbloom-lastsave"
 var tempFile = regexp.MustCompile(`^\.([0-9a-f]{32}\.ohbs|appendonly-[0-9a-f]{16}\.ohbl|` + lastSaveFile + `|` + manifestFile + `)\.tmp-[0-9]+$`)
 
 func newStore(c Config) *store {
-	s := &store{keys: map[string]*entry{}, dir: c.DataDir, logger: c.Logger, maxFilterBytes: c.MaxFilterBytes, now: time.Now}
+	s := &store{dir: c.DataDir, logger: c.Logger, maxFilterBytes: c.MaxFilterBytes, now: time.Now}
+	if testStoreClock != nil {
+		s.now = testStoreClock
+	}
+	s.expiry.soon = make(chan struct{}, 1)
+	s.dbs = make([]*database, max(c.Databases, 1))
+	s.ident = make([]atomic.Int64, len(s.dbs))
+	for i := range s.dbs {
+		s.dbs[i] = newDatabase()
+		s.ident[i].Store(int64(i))
+	}
 	if s.logger == nil {
 		s.logger = slog.Default()
 	}
@@ -141,6 +152,43 @@ func newStore(c Config) *store {
 	s.persist = c
 	return s
 }
+
+// mapDatabases sets which database's files each database's keys are in,
+// as the manifest says: m maps a database to its identity, where the two
+// differ (SWAPDB).
+func (s *store) mapDatabases(m map[int]int) error {
+	seen := map[int]bool{}
+	for db, id := range m {
+		if db >= len(s.dbs) || id >= len(s.dbs) {
+			return fmt.Errorf("databases %d and %d were swapped, but the server has %d databases: start it with --databases %d or more", db, id, len(s.dbs), max(db, id)+1)
+		}
+		// A permutation: each identity once, and each taken from a
+		// database that has another.
+		if _, gave := m[id]; seen[id] || !gave || id == db {
+			return fmt.Errorf("%w: the databases' files are not a permutation of them", errManifest)
+		}
+		seen[id] = true
+	}
+	for db, id := range m {
+		s.ident[db].Store(int64(id))
+	}
+	return nil
+}
+
+// databaseMap is the identity of each database whose identity is not its
+// own, for the manifest.
+func (s *store) databaseMap() map[int]int {
+	m := map[int]int{}
+	for db := range s.ident {
+		if id := s.identOf(db); id != db {
+			m[db] = id
+		}
+	}
+	return m
+}
+
+// testStoreClock, set by tests, is the clock of the stores New makes.
+var testStoreClock func() time.Time
 
 func orDefault(v, def uint64) uint64 {
 	if v == 0 {
@@ -248,6 +296,11 @@ func (s *store) load() error {
 			return fmt.Errorf("server: manifest %s: %w (moved away, the start replays every log segment, if they run without a gap)", manifestPath, err)
 		}
 	}
+	if ms != nil {
+		if err := s.mapDatabases(ms.dbmap); err != nil {
+			return fmt.Errorf("server: manifest %s: %w", manifestPath, err)
+		}
+	}
 	if err := s.loadRecords(records); err != nil {
 		return err
 	}
@@ -256,7 +309,7 @@ func (s *store) load() error {
 	if err != nil {
 		return err
 	}
-	rp := &replayer{keys: s.keys, maxFilterBytes: s.maxFilterBytes}
+	rp := &replayer{dbs: s.dbs, ident: s.ident, maxFilterBytes: s.maxFilterBytes}
 	type cut struct {
 		path string
 		size int64
@@ -554,17 +607,20 @@ func (s *store) save(force bool) error {
 		}
 	}
 	testSaveHook("rotated")
-	names := s.names()
-	saved := make(map[string]bool, len(names))
-	for _, name := range names {
-		saved[filepath.Base(s.path(name))] = true
-		e := s.get(name)
-		if e == nil || !(e.dirty.Swap(false) || force) {
-			continue
-		}
-		if err := s.saveKey(name, e); err != nil {
-			e.dirty.Store(true)
-			errs = append(errs, err)
+	saved := map[string]bool{}
+	for db := range s.dbs {
+		for _, name := range s.names(db) {
+			saved[filepath.Base(s.path(db, name))] = true
+			s.mu.RLock()
+			e := s.dbs[db].keys[name]
+			s.mu.RUnlock()
+			if e == nil || !(e.dirty.Swap(false) || force) {
+				continue
+			}
+			if err := s.saveKey(db, name, e); err != nil {
+				e.dirty.Store(true)
+				errs = append(errs, err)
+			}
 		}
 	}
 	testSaveHook("written")
@@ -580,6 +636,7 @@ func (s *store) save(force bool) error {
 	now := s.now().Unix()
 	st := s.man.state()
 	st.saved = now
+	st.dbmap = s.databaseMap()
 	if s.log != nil {
 		st.first = gen // the segments before it are in the snapshot
 	} else {
@@ -617,16 +674,19 @@ func testSaveHook(step string) {
 // it (the directory is synced once, by save). It holds the key's stripe
 // lock, so that a DEL cannot remove the file while it is renamed in, and
 // skips a key deleted meanwhile.
-func (s *store) saveKey(name string, e *entry) error {
-	lock := s.stripeOf(name)
+func (s *store) saveKey(db int, name string, e *entry) error {
+	lock := s.stripeOf(db, name)
 	lock.Lock()
 	defer lock.Unlock()
-	if s.get(name) != e {
+	s.mu.RLock()
+	now := s.dbs[db].keys[name]
+	s.mu.RUnlock()
+	if now != e {
 		return nil
 	}
-	path := s.path(name)
+	path := s.path(db, name)
 	err := writeAtomic(path, func(w io.Writer) error {
-		_, err := recordTo(w, name, e)
+		_, err := recordTo(w, s.identOf(db), name, e)
 		return err
 	})
 	if err != nil {
@@ -638,11 +698,11 @@ func (s *store) saveKey(name string, e *entry) error {
 
 // removeDataFile removes a key's data file, recording the removal in the
 // manifest first.
-func (s *store) removeDataFile(name string) error {
+func (s *store) removeDataFile(db int, name string) error {
 	if s.man == nil {
 		return nil
 	}
-	return s.man.remove(s.path(name))
+	return s.man.remove(s.path(db, name))
 }
 
 // removeStale removes the data files of keys that are gone: a DEL or
@@ -795,28 +855,6 @@ func (s *store) writeRefusal() string {
 		return ""
 	}
 	return s.log.refusal()
-}
-
-// infoPersistence writes INFO's Persistence section.
-func (s *Server) infoPersistence(b *strings.Builder) {
-	st := s.store
-	fmt.Fprintf(b, "# Persistence\r\n")
-	fmt.Fprintf(b, "rdb_last_save_time:%d\r\n", st.lastSave.Load())
-	fmt.Fprintf(b, "rdb_bgsave_in_progress:%d\r\n", boolInt(st.bgsave.Load()))
-	if l := st.log; l != nil {
-		status := "ok"
-		if l.refusing() {
-			status = "err"
-		}
-		fmt.Fprintf(b, "aof_enabled:1\r\naof_fsync:%s\r\naof_last_write_status:%s\r\naof_current_segment:%d\r\n", l.policy, status, l.currentGen())
-		l.infoSpace(b)
-	} else {
-		fmt.Fprintf(b, "aof_enabled:0\r\n")
-	}
-	n, bytes := st.uploads.usage()
-	fmt.Fprintf(b, "loadchunk_uploads:%d\r\nloadchunk_upload_bytes:%d\r\n", n, bytes)
-	n, bytes = st.dumps.usage()
-	fmt.Fprintf(b, "scandump_dumps:%d\r\nscandump_dump_bytes:%d\r\n", n, bytes)
 }
 
 func boolInt(b bool) int {

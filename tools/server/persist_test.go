@@ -454,7 +454,7 @@ func TestMissingDataFileIsReported(t *testing.T) {
 				t.Fatalf("DEL %d %v", n, err)
 			}
 			d := crashCopy(t, dir)
-			lost := s.store.path("lost")
+			lost := s.store.path(0, "lost")
 			os.Remove(filepath.Join(d, filepath.Base(lost)))
 			var logged syncBuffer
 			cfg.Logger = slog.New(slog.NewTextHandler(&logged, nil))

@@ -40,7 +40,14 @@ func hello(proto, id int) string {
 		fmt.Fprintf(&b, "$%d\r\n%s\r\n", len(s), s)
 	}
 	fmt.Fprintf(&b, "$5\r\nproto\r\n:%d\r\n$2\r\nid\r\n:%d\r\n", proto, id)
-	b.WriteString("$4\r\nmode\r\n$10\r\nstandalone\r\n$4\r\nrole\r\n$6\r\nmaster\r\n$7\r\nmodules\r\n*0\r\n")
+	b.WriteString("$4\r\nmode\r\n$10\r\nstandalone\r\n$4\r\nrole\r\n$6\r\nmaster\r\n$7\r\nmodules\r\n")
+	// RedisBloom, as Redis 7.4 lists a loaded module.
+	if proto == 3 {
+		b.WriteString("*1\r\n%4\r\n")
+	} else {
+		b.WriteString("*1\r\n*8\r\n")
+	}
+	fmt.Fprintf(&b, "$4\r\nname\r\n$2\r\nbf\r\n$3\r\nver\r\n:20820\r\n$4\r\npath\r\n$%d\r\n%s\r\n$4\r\nargs\r\n*0\r\n", len(modulePath), modulePath)
 	return b.String()
 }
 
@@ -59,7 +66,7 @@ func TestHelloAndRESP3(t *testing.T) {
 	expect(t, c, "CLIENT GETNAME\r\n", "$2\r\nme\r\n")
 	expect(t, c, "HELLO\r\n", hello(3, 1)) // no version: the current one
 	expect(t, c, "BF.INFO nope\r\n", "-ERR not found\r\n")
-	expect(t, c, "CLIENT GETNAME x\r\n", "-ERR unknown subcommand or wrong number of arguments for 'GETNAME'. Try CLIENT HELP.\r\n")
+	expect(t, c, "CLIENT GETNAME x\r\n", "-ERR wrong number of arguments for 'client|getname' command\r\n")
 	expect(t, c, "CONFIG GET maxclients\r\n", "%1\r\n$10\r\nmaxclients\r\n")
 	c.line(t) // the number
 	c.line(t)

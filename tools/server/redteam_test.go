@@ -120,7 +120,7 @@ func TestScanAndInfoDoNotCopyTheKeyspace(t *testing.T) {
 	s, _ := start(t, Config{})
 	const n = 20000
 	for i := range n {
-		if _, _, err := s.store.getOrCreate(fmt.Sprintf("key:%d", i), func() (*entry, error) {
+		if _, _, err := s.store.getOrCreate(0, fmt.Sprintf("key:%d", i), func() (*entry, error) {
 			return &entry{kind: kindFixed, fixed: ohbloom.NewAtomic(1, 0.5)}, nil
 		}); err != nil {
 			t.Fatal(err)

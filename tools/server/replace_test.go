@@ -46,7 +46,7 @@ func TestSaveRefusesWhatIsNotARegularFile(t *testing.T) {
 		if err := rdb.BFAdd(ctx, c.key, i).Err(); err != nil {
 			t.Fatal(err)
 		}
-		path := s.store.path(c.key)
+		path := s.store.path(0, c.key)
 		if c.key == "device" {
 			// A node like /dev/null's, where this process may make one
 			// (root, or CAP_MKNOD); never a real device of the machine.
@@ -108,7 +108,7 @@ func TestSaveRefusesWhatIsNotARegularFile(t *testing.T) {
 		t.Fatalf("SAVE with the paths cleared: %v", err)
 	}
 	for _, key := range []string{"pipe", "link"} {
-		if st, err := os.Lstat(s.store.path(key)); err != nil || !st.Mode().IsRegular() {
+		if st, err := os.Lstat(s.store.path(0, key)); err != nil || !st.Mode().IsRegular() {
 			t.Errorf("%s's file after the second SAVE: %v", key, err)
 		}
 	}

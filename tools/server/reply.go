@@ -51,6 +51,10 @@ type replier interface {
 type replyWriter struct {
 	b     []byte
 	proto int // 2 or 3
+	// errs counts the error replies written, and onError, if set, is
+	// told each (INFO's commandstats and errorstats).
+	errs    int
+	onError func(msg string)
 }
 
 func (w *replyWriter) Proto() int { return w.proto }
@@ -68,7 +72,13 @@ func (w *replyWriter) line(prefix byte, s string) {
 	w.b = append(w.b, '\r', '\n')
 }
 
-func (w *replyWriter) WriteError(msg string)  { w.line('-', msg) }
+func (w *replyWriter) WriteError(msg string) {
+	w.errs++
+	if w.onError != nil {
+		w.onError(msg)
+	}
+	w.line('-', msg)
+}
 func (w *replyWriter) WriteString(str string) { w.line('+', str) }
 
 func (w *replyWriter) header(prefix byte, n int64) {

@@ -55,6 +55,7 @@ func (r *sizedFile) Len() int { return int(min(max(r.left, 0), math.MaxInt)) }
 // loaded is one data file read back.
 type loaded struct {
 	key string
+	db  int
 	e   *entry
 	err error
 }
@@ -82,10 +83,12 @@ func (s *store) loadRecords(paths []string) error {
 					return
 				}
 				r := &out[j]
-				r.key, r.e, r.err = loadRecord(paths[j])
+				r.key, r.db, r.e, r.err = loadRecord(paths[j])
 				if r.err != nil {
 					r.err = fmt.Errorf("server: data file %s: %w", paths[j], r.err)
-				} else if want := s.path(r.key); filepath.Base(want) != filepath.Base(paths[j]) {
+				} else if r.db >= len(s.dbs) {
+					r.err = fmt.Errorf("server: data file %s holds key %q of database %d, but the server has %d databases: start it with --databases %d or more", paths[j], r.key, r.db, len(s.dbs), r.db+1)
+				} else if want := s.pathOf(r.db, r.key); filepath.Base(want) != filepath.Base(paths[j]) {
 					r.err = fmt.Errorf("server: data file %s holds key %q, whose file is %s", paths[j], r.key, want)
 				}
 				if r.err != nil {
@@ -103,9 +106,15 @@ func (s *store) loadRecords(paths []string) error {
 		}
 	}
 	grown := false
+	// A file names its database's identity (store.ident): its keys are
+	// in the database that has it now.
+	index := make([]int, len(s.dbs))
+	for db := range s.dbs {
+		index[s.identOf(db)] = db
+	}
 	for _, r := range out {
 		r.e.onDisk = true
-		s.keys[r.key] = r.e
+		s.dbs[index[r.db]].keys[r.key] = r.e
 		grown = grown || r.e.kind == kindRedisBloom || r.e.kind == kindCuckoo
 	}
 	if grown {
@@ -118,24 +127,24 @@ func (s *store) loadRecords(paths []string) error {
 }
 
 // loadRecord reads one data file.
-func loadRecord(path string) (string, *entry, error) {
+func loadRecord(path string) (string, int, *entry, error) {
 	f, err := openRegular(path)
 	if err != nil {
-		return "", nil, err
+		return "", 0, nil, err
 	}
 	defer f.Close()
 	st, err := f.Stat()
 	if err != nil {
-		return "", nil, err
+		return "", 0, nil, err
 	}
 	r := &sizedFile{f: f, left: st.Size()}
-	name, e, err := readRecord(r)
+	name, db, e, err := readRecord(r)
 	if err != nil {
-		return "", nil, err
+		return "", 0, nil, err
 	}
 	var one [1]byte
 	if _, err := io.ReadFull(f, one[:]); err != io.EOF {
-		return "", nil, fmt.Errorf("%w: bytes after the filter", errCorrupt)
+		return "", 0, nil, fmt.Errorf("%w: bytes after the filter", errCorrupt)
 	}
-	return name, e, nil
+	return name, db, e, nil
 }

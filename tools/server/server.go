@@ -12,7 +12,6 @@ package server
 
 import (
 	"context"
-	"crypto/sha256"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -49,9 +48,28 @@ type Config struct {
 	// minute, negative for never (they are still saved on shutdown).
 	SaveInterval time.Duration
 	// Password, when set, must be given with AUTH (or HELLO's AUTH)
-	// before any other command, as Redis's requirepass. Until then a
-	// client may send at most 10 arguments of 16 KiB each, as in Redis.
+	// before any other command, as Redis's requirepass: it is the default
+	// user's password (acl.go). Until a client authenticates it may send
+	// at most 10 arguments of 16 KiB each, as in Redis.
 	Password string
+	// ACLFile holds the users, in Redis's ACL file syntax (--aclfile),
+	// read at start and by ACL LOAD, written by ACL SAVE. Without it the
+	// users are kept in DataDir (or in memory without one).
+	ACLFile string
+	// MaxMemory bounds the memory the server holds, as Redis's maxmemory
+	// with the noeviction policy: past it, commands that may add memory
+	// are refused. 0 for no bound.
+	MaxMemory uint64
+	// ConfigFile is the Redis-syntax configuration file the settings were
+	// read from (ReadConfigFile), for CONFIG REWRITE; "" without one.
+	ConfigFile string
+	// Settings are settings that change at run time (CONFIG SET's), as
+	// name and value, applied at start in order: slowlog-max-len,
+	// latency-monitor-threshold, maxmemory-policy...
+	Settings [][2]string
+	// ignoredSettings are Redis settings a configuration file held that
+	// this server does not have, logged at start.
+	ignoredSettings []string
 	// MaxFilterBytes bounds the memory of one filter: reservations that
 	// would exceed it are refused, and a scalable filter stops growing
 	// past it. Default 1 GiB.
@@ -88,6 +106,10 @@ type Config struct {
 	// MaxDumpBytes bounds the bytes held by SCANDUMPs in progress; default
 	// as MaxUploadBytes.
 	MaxDumpBytes uint64
+	// Databases is how many databases SELECT chooses between, numbered
+	// from 0; default 16, as Redis. A data directory holding keys of a
+	// database past them is refused at start.
+	Databases int
 	// EventLoops is how many event loops serve the connections (commands
 	// run on them); default one per two cores the process may use (see
 	// loop_linux.go for the measurements), at least one.
@@ -146,7 +168,12 @@ func (c Config) withDefaults() (Config, error) {
 	if c.EventLoops == 0 {
 		c.EventLoops = max(1, runtime.GOMAXPROCS(0)/2)
 	}
+	if c.Databases == 0 {
+		c.Databases = DefaultDatabases
+	}
 	switch {
+	case c.Databases < 1 || c.Databases > maxDatabases:
+		return c, fmt.Errorf("server: Databases %d is outside [1, %d]", c.Databases, maxDatabases)
 	case c.EventLoops < 0:
 		return c, fmt.Errorf("server: EventLoops %d is negative", c.EventLoops)
 	case c.MaxRequestBytes < 1<<10 || c.MaxRequestBytes > maxRequestBytesLimit:
@@ -184,10 +211,10 @@ type Server struct {
 	// (isolation.go).
 	iso  isolation
 	auth authGate
+	// x is INFO's, CONFIG's, ACL's and CLIENT's state (stats.go).
+	x introspection
 	// tls is the TLS configuration, reloadable (tls.go).
 	tls tlsState
-	// passwordSum is the SHA-256 of Password, compared in constant time.
-	passwordSum [32]byte
 
 	logPanic, logAccept, logAuth, logOutput logLimiter
 
@@ -198,8 +225,11 @@ type Server struct {
 	mu sync.Mutex
 	// listeners are those handed to Serve and ServeTLS, in that order.
 	listeners []net.Listener
-	// unixPath is the Unix socket served, for CONFIG GET unixsocket.
+	// unixPath is the Unix socket served, for CONFIG GET unixsocket;
+	// tcpAddr the first plaintext TCP listener's address (INFO's
+	// tcp_port, CONFIG GET port). The TLS one is s.tls.addr.
 	unixPath atomicString
+	tcpAddr  atomic.Pointer[net.Addr]
 	loops    *loops
 	// startOnce starts the loops and the saves, at the first Serve.
 	startOnce sync.Once
@@ -233,8 +263,13 @@ func New(c Config) (*Server, error) {
 	}
 	s.auth.init()
 	s.iso.init()
-	s.passwordSum = sha256.Sum256([]byte(c.Password))
 	if err := s.store.load(); err != nil {
+		return nil, err
+	}
+	if err := s.initUsers(); err != nil {
+		return nil, err
+	}
+	if err := s.initIntrospection(); err != nil {
 		return nil, err
 	}
 	return s, nil
@@ -242,7 +277,7 @@ func New(c Config) (*Server, error) {
 
 // MaxClients is the number of connections the server serves at once,
 // after New fitted it to the open-file limit.
-func (s *Server) MaxClients() int { return s.cfg.MaxClients }
+func (s *Server) MaxClients() int { return int(s.x.live.maxClients.Load()) }
 
 // ListenAndServe listens on the configured addresses (Addr; TLSAddr and
 // UnixSocket if set) and serves until Shutdown. It returns when the first
@@ -322,6 +357,9 @@ func (s *Server) serve(ln net.Listener, secure bool) error {
 	defer s.acceptors.Done()
 	if ul, ok := ln.(*net.UnixListener); ok {
 		s.unixPath.Store(ul.Addr().String())
+	} else if !secure {
+		a := ln.Addr()
+		s.tcpAddr.CompareAndSwap(nil, &a)
 	}
 	s.startOnce.Do(func() {
 		loops, err := startLoops(s, s.cfg.EventLoops, servePerConnection)
@@ -383,18 +421,25 @@ func (s *Server) acceptLoop(ln net.Listener, secure bool) error {
 			continue
 		}
 		pause = 0
-		if s.clients.Add(1) > int64(s.cfg.MaxClients) {
+		if s.clients.Add(1) > s.x.live.maxClients.Load() {
 			s.clients.Add(-1)
+			s.x.rejectedConnections.Add(1)
 			// The reply is short and the socket new: the write does not block.
 			conn.Write([]byte("-ERR max number of clients reached\r\n"))
 			conn.Close()
 			continue
 		}
-		addr := unixAddr
+		// A Unix socket's clients show the socket's path as both their
+		// addresses, and flag U in CLIENT LIST, as Redis's.
+		addr, laddr := unixAddr, unixAddr
 		if addr == "" {
-			addr = conn.RemoteAddr().String()
+			addr, laddr = conn.RemoteAddr().String(), conn.LocalAddr().String()
 		}
 		c := s.newClient(addr)
+		c.sess.info.laddr = laddr
+		if unixAddr != "" {
+			c.sess.info.setFlag(clientUnixSocket, true)
+		}
 		s.mu.Lock()
 		closed := s.closed
 		if !closed {
@@ -429,7 +474,8 @@ func (s *Server) acceptLoop(ln net.Listener, secure bool) error {
 var servePerConnection bool
 
 // closed1 forgets a connection its event loop closed.
-func (s *Server) closed1(*connection) {
+func (s *Server) closed1(c *connection) {
+	s.forget(c)
 	s.clients.Add(-1)
 	s.handlers.Done()
 }
@@ -440,9 +486,13 @@ func (s *Server) isClosed() bool {
 	return s.closed
 }
 
-// Addr returns the address of the first listener served, once Serve or
-// ServeTLS has started.
+// Addr returns the address of the plaintext TCP listener served, or if
+// there is none the first listener served, once Serve or ServeTLS has
+// started.
 func (s *Server) Addr() net.Addr {
+	if a := s.tcpAddr.Load(); a != nil {
+		return *a
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if len(s.listeners) == 0 {
@@ -451,17 +501,25 @@ func (s *Server) Addr() net.Addr {
 	return s.listeners[0].Addr()
 }
 
+// saveLoop saves every SaveInterval, and runs the active expiry cycle
+// (expire.go) ten times a second, as Redis's hz 10.
 func (s *Server) saveLoop() {
 	defer close(s.saveDone)
-	if s.cfg.SaveInterval < 0 {
-		<-s.stopSave
-		return
+	var saves <-chan time.Time
+	if s.cfg.SaveInterval > 0 {
+		tick := time.NewTicker(s.cfg.SaveInterval)
+		defer tick.Stop()
+		saves = tick.C
 	}
-	tick := time.NewTicker(s.cfg.SaveInterval)
-	defer tick.Stop()
+	expiry := time.NewTicker(expiryPeriod)
+	defer expiry.Stop()
 	for {
 		select {
-		case <-tick.C:
+		case <-expiry.C:
+			s.expireCycle(expiryCycleBudget)
+		case <-s.store.expiry.soon:
+			s.expireCycle(expiryCycleBudget)
+		case <-saves:
 			if err := s.store.save(false); err != nil {
 				s.cfg.Logger.Error("scheduled save", "err", err)
 			}
@@ -512,6 +570,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		close(s.stopSave)
 		<-s.saveDone
 	}
+	s.stopCron()
 	return s.store.shutdown()
 }
 

@@ -70,6 +70,9 @@ type entry struct {
 	items   atomic.Uint64
 	deletes atomic.Uint64 // CF only
 	dirty   atomic.Bool   // changed since it was last saved
+	// access is when a command last named the key, in seconds since the
+	// server's start (OBJECT IDLETIME); stored at most once a second.
+	access atomic.Uint32
 
 	// mu orders the changes of a CF key and of a RedisBloom key: a
 	// change, its sequence number and its log record are one step under
@@ -84,6 +87,17 @@ type entry struct {
 	// onDisk says a save wrote this entry's file; guarded by the key's
 	// stripe lock (store.stripe).
 	onDisk bool
+
+	// expireAt is when the key expires, in Unix milliseconds; 0 never.
+	// It is read without locks (every lookup checks it) and changed under
+	// the store's write lock, which keeps the databases' expiry counts.
+	expireAt atomic.Int64
+}
+
+// expiredAt reports whether the key's time is up at now (Unix ms).
+func (e *entry) expiredAt(now int64) bool {
+	at := e.expireAt.Load()
+	return at != 0 && at <= now
 }
 
 // markDirty records a change. It loads before it stores so that a hot key
@@ -209,9 +223,13 @@ func (e *entry) decrementItems() bool {
 
 // The record of one key, on disk and in BF.SCANDUMP's chunks:
 //
-//	0   magic "OHBSRV" and version (big-endian): 0x0002; 0x0001 is read too
+//	0   magic "OHBSRV" and version (big-endian): 0x0003 in data files,
+//	    0x0002 in SCANDUMP's chunks and the log's records (which say the
+//	    database and expiry their own way); 0x0001 is read too
 //	8   kind (1 scalable, 2 fixed, 3 counting, 4 RedisBloom, 5 cuckoo),
-//	    7 zero bytes
+//	    3 zero bytes
+//	12  (version 3) the key's database, little-endian uint32 (zero bytes
+//	    before: a version 1 or 2 record is database 0)
 //	16  items, little-endian uint64 (scalable and RedisBloom keys: written
 //	    for a reader's information, read from the filter)
 //	24  deletes
@@ -221,15 +239,19 @@ func (e *entry) decrementItems() bool {
 //	56  (version 2) seq: the number of the key's last change that the
 //	    record holds, for CF and RedisBloom keys (0 for others); see
 //	    persist.go
-//	64  the key (at 56 in version 1)
+//	64  (version 3) when the key expires, Unix milliseconds, uint64; 0
+//	    never (versions 1 and 2: never)
+//	72  the key (at 64 in version 2, 56 in version 1)
 //	    XXH3_64bits of everything above
 //	    the filter, as its WriteTo writes it (with its own checksum); for
 //	    a RedisBloom key, redisbloom.Filter's MarshalBinary format; for a
 //	    cuckoo key, writeCuckoo's (cmd_cf.go)
 const (
-	recordMagic   = "OHBSRV\x00\x02"
+	recordMagic   = "OHBSRV\x00\x03"
+	recordMagicV2 = "OHBSRV\x00\x02"
 	recordMagicV1 = "OHBSRV\x00\x01"
-	recordFixed   = 64
+	recordFixed   = 72
+	recordFixedV2 = 64
 	recordFixedV1 = 56
 	maxKeyBytes   = 64 << 10
 	recordFileExt = ".ohbs"
@@ -240,11 +262,29 @@ var (
 	errCorrupt   = errors.New("corrupt record")
 )
 
-// writeRecord writes e's record under name. The caller holds e.mu for a CF
-// or RedisBloom key, so that counts, seq and filter agree.
+// writeRecord writes e's record under name, as version 2: without a
+// database or expiry (SCANDUMP's chunks and the log's records). The caller
+// holds e.mu for a CF or RedisBloom key, so that counts, seq and filter
+// agree.
 func writeRecord(w io.Writer, name string, e *entry) (int64, error) {
-	head := make([]byte, recordFixed, recordFixed+len(name)+8)
-	copy(head, recordMagic)
+	return writeRecordIn(w, -1, name, e)
+}
+
+// writeRecordIn writes e's record under name in database db, as version 3
+// with its expiry (data files); db < 0 writes version 2.
+func writeRecordIn(w io.Writer, db int, name string, e *entry) (int64, error) {
+	fixed := recordFixed
+	if db < 0 {
+		fixed = recordFixedV2
+	}
+	head := make([]byte, fixed, fixed+len(name)+8)
+	if db < 0 {
+		copy(head, recordMagicV2)
+	} else {
+		copy(head, recordMagic)
+		binary.LittleEndian.PutUint32(head[12:], uint32(db))
+		binary.LittleEndian.PutUint64(head[64:], uint64(e.expireAt.Load()))
+	}
 	head[8] = byte(e.kind)
 	le := binary.LittleEndian
 	le.PutUint64(head[16:], e.card())
@@ -263,71 +303,98 @@ func writeRecord(w io.Writer, name string, e *entry) (int64, error) {
 	return int64(n) + m, err
 }
 
-// recordTo writes e's record, taking e.mu for a CF or RedisBloom key.
-func recordTo(w io.Writer, name string, e *entry) (int64, error) {
+// recordTo writes e's record (version 3 in database db, version 2 if db <
+// 0), taking e.mu for a CF or RedisBloom key.
+func recordTo(w io.Writer, db int, name string, e *entry) (int64, error) {
 	if e.ordered() {
 		e.mu.Lock()
 		defer e.mu.Unlock()
 	}
-	return writeRecord(w, name, e)
+	return writeRecordIn(w, db, name, e)
 }
 
 // recordBytes is e's record in memory, behind an 8-byte little-endian
 // length: a SCANDUMP's bytes.
 func recordBytes(name string, e *entry) []byte {
+	if e.ordered() {
+		e.mu.Lock()
+		defer e.mu.Unlock()
+	}
+	return recordBytesLocked(name, e)
+}
+
+// recordBytesLocked is recordBytes for a caller that holds e.mu of a CF or
+// RedisBloom key.
+func recordBytesLocked(name string, e *entry) []byte {
 	b := bytes.NewBuffer(make([]byte, 8, 8+recordFixed+len(name)+8+int(min(e.sizeBytes()+4096, 1<<40))))
-	recordTo(chunkedWriter{b}, name, e) // a bytes.Buffer never fails a write
+	writeRecord(chunkedWriter{b}, name, e) // a bytes.Buffer never fails a write
 	out := b.Bytes()
 	binary.LittleEndian.PutUint64(out, uint64(len(out)-8))
 	return out
 }
 
-// readRecord decodes one record. It allocates only what the input holds:
-// the key length is bounded, and the filter decoders grow their blocks as
-// the bytes arrive.
-func readRecord(r io.Reader) (string, *entry, error) {
+// readRecord decodes one record, and says the database it names (0 before
+// version 3). It allocates only what the input holds: the key length is
+// bounded, and the filter decoders grow their blocks as the bytes arrive.
+func readRecord(r io.Reader) (string, int, *entry, error) {
+	name, db, e, err := readRecordDB(r)
+	return name, int(db), e, err
+}
+
+func readRecordDB(r io.Reader) (string, uint32, *entry, error) {
 	var head [recordFixed]byte
 	if _, err := io.ReadFull(r, head[:recordFixedV1]); err != nil {
 		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
-			return "", nil, fmt.Errorf("%w: truncated header", errCorrupt)
+			return "", 0, nil, fmt.Errorf("%w: truncated header", errCorrupt)
 		}
-		return "", nil, err
+		return "", 0, nil, err
 	}
 	if string(head[:6]) != recordMagic[:6] {
-		return "", nil, errNotRecord
+		return "", 0, nil, errNotRecord
 	}
-	fixed := recordFixed
+	fixed := recordFixedV1
 	switch string(head[:8]) {
 	case recordMagic:
-		if _, err := io.ReadFull(r, head[recordFixedV1:]); err != nil {
-			return "", nil, fmt.Errorf("%w: truncated header", errCorrupt)
-		}
+		fixed = recordFixed
+	case recordMagicV2:
+		fixed = recordFixedV2
 	case recordMagicV1:
-		fixed = recordFixedV1
 	default:
-		return "", nil, fmt.Errorf("unsupported record version %d", binary.BigEndian.Uint16(head[6:8]))
+		return "", 0, nil, fmt.Errorf("unsupported record version %d", binary.BigEndian.Uint16(head[6:8]))
+	}
+	if _, err := io.ReadFull(r, head[recordFixedV1:fixed]); err != nil {
+		return "", 0, nil, fmt.Errorf("%w: truncated header", errCorrupt)
 	}
 	le := binary.LittleEndian
+	var db uint32
+	var expireAt int64
+	if fixed == recordFixed {
+		db = le.Uint32(head[12:])
+		if expireAt = int64(le.Uint64(head[64:])); expireAt < 0 {
+			return "", 0, nil, fmt.Errorf("%w: expiry %d", errCorrupt, expireAt)
+		}
+	}
 	nameLen := le.Uint32(head[48:])
 	if nameLen > maxKeyBytes {
-		return "", nil, fmt.Errorf("%w: key of %d bytes", errCorrupt, nameLen)
+		return "", 0, nil, fmt.Errorf("%w: key of %d bytes", errCorrupt, nameLen)
 	}
 	rest := make([]byte, nameLen+8)
 	if _, err := io.ReadFull(r, rest); err != nil {
-		return "", nil, fmt.Errorf("%w: truncated key", errCorrupt)
+		return "", 0, nil, fmt.Errorf("%w: truncated key", errCorrupt)
 	}
 	sum := xxh3.New()
 	sum.Write(head[:fixed])
 	sum.Write(rest[:nameLen])
 	if got, rec := sum.Sum64(), le.Uint64(rest[nameLen:]); got != rec {
-		return "", nil, fmt.Errorf("%w: header hashes to %#x, recorded %#x", errCorrupt, got, rec)
+		return "", 0, nil, fmt.Errorf("%w: header hashes to %#x, recorded %#x", errCorrupt, got, rec)
 	}
 	e := &entry{kind: kind(head[8]), capacity: le.Uint64(head[32:]), errorRate: math.Float64frombits(le.Uint64(head[40:]))}
 	e.items.Store(le.Uint64(head[16:]))
 	e.deletes.Store(le.Uint64(head[24:]))
-	if fixed == recordFixed {
+	if fixed >= recordFixedV2 {
 		e.seq = le.Uint64(head[56:])
 	}
+	e.expireAt.Store(expireAt)
 	var err error
 	switch e.kind {
 	case kindScalable:
@@ -347,13 +414,13 @@ func readRecord(r io.Reader) (string, *entry, error) {
 	case kindCuckoo:
 		e.cf, err = readCuckoo(r)
 	default:
-		return "", nil, fmt.Errorf("%w: unknown kind %d", errCorrupt, e.kind)
+		return "", 0, nil, fmt.Errorf("%w: unknown kind %d", errCorrupt, e.kind)
 	}
 	if err != nil {
-		return "", nil, err
+		return "", 0, nil, err
 	}
 	e.initSeed()
-	return string(rest[:nameLen]), e, nil
+	return string(rest[:nameLen]), db, e, nil
 }
 
 // stripes is how many locks order the files of keys: a save of a key's file
@@ -361,13 +428,88 @@ func readRecord(r io.Reader) (string, *entry, error) {
 // removal never races a rename, without one lock for the whole directory.
 const stripes = 64
 
-// store is the keyspace. The map is guarded by mu; the filters are
-// lock-free, so commands on existing keys only take the read lock.
-// Persistence (saves, the log, the start) is in persist.go and aof.go.
+// database is one of the numbered keyspaces SELECT chooses between.
+// Guarded by the store's mu.
+type database struct {
+	keys map[string]*entry
+	// index is the keys in SCAN's order; nil until the database has held
+	// a key (it is 128 KiB): see idx.
+	index *keyIndex
+	// expires holds the keys that have an expiry, for the active expiry
+	// cycle's samples and INFO's counts.
+	expires map[string]*entry
+}
+
+func newDatabase() *database {
+	return &database{keys: map[string]*entry{}, expires: map[string]*entry{}}
+}
+
+// noKeys is the index of a database that never held a key.
+var noKeys keyIndex
+
+// idx is the database's index, to read.
+func (d *database) idx() *keyIndex {
+	if d.index == nil {
+		return &noKeys
+	}
+	return d.index
+}
+
+// setLocked installs e under name, replacing whatever was there. Under
+// the store's write lock.
+func (d *database) setLocked(name string, e *entry) {
+	if _, ok := d.keys[name]; !ok {
+		if d.index == nil {
+			d.index = new(keyIndex)
+		}
+		d.index.add(name)
+	}
+	d.keys[name] = e
+	if e.expireAt.Load() != 0 {
+		d.expires[name] = e
+	} else {
+		delete(d.expires, name)
+	}
+}
+
+// removeLocked removes name. Under the store's write lock.
+func (d *database) removeLocked(name string) {
+	if _, ok := d.keys[name]; ok {
+		delete(d.keys, name)
+		delete(d.expires, name)
+		d.index.remove(name)
+	}
+}
+
+// setExpiryLocked sets when e, under name, expires (0: never). Under the
+// store's write lock.
+func (d *database) setExpiryLocked(name string, e *entry, at int64) {
+	e.expireAt.Store(at)
+	if at != 0 {
+		d.expires[name] = e
+	} else {
+		delete(d.expires, name)
+	}
+}
+
+// DefaultDatabases is how many databases a server has unless told: as
+// Redis.
+const DefaultDatabases = 16
+
+// store is the keyspace: its databases. The maps are guarded by mu; the
+// filters are lock-free, so commands on existing keys only take the read
+// lock. Persistence (saves, the log, the start) is in persist.go and
+// aof.go; expiry in expire.go.
 type store struct {
-	mu    sync.RWMutex
-	keys  map[string]*entry
-	index keyIndex // the keys in SCAN's order
+	mu  sync.RWMutex
+	dbs []*database
+	// ident[i] is which database's files database i's keys are in: i
+	// itself until a SWAPDB exchanges two databases, which exchanges their
+	// identities and so moves no file. The data files say their keys'
+	// identity, the manifest the map as of the last save, and the log
+	// every swap since. It changes only under saveMu, in a SWAPDB that
+	// holds every key's latch.
+	ident []atomic.Int64
 
 	dir            string // "" keeps everything in memory
 	log            *appendLog
@@ -385,44 +527,89 @@ type store struct {
 	uploads uploads
 	dumps   dumps
 	now     func() time.Time // the clock of expiries, replaced by tests
+	expiry  expiryStats
+	// testSkew, set by tests, moves the clock of expiries this many
+	// milliseconds ahead.
+	testSkew atomic.Int64
+	// gen counts the changes of which keys exist (a key made or
+	// removed), so that a lookup cached for statistics (info_keyspace.go)
+	// knows when it may be stale.
+	gen atomic.Uint64
 }
 
-// fileHash names a key's file: its XXH3-128, so that any key, however long
-// or strange, makes a valid file name; the key itself is in the file.
-func fileHash(name string) [16]byte { return xxh3.HashString128(name).Bytes() }
+// nowMs is the time expiries are compared with, in Unix milliseconds.
+func (s *store) nowMs() int64 { return s.now().UnixMilli() + s.testSkew.Load() }
 
-// path is the key's data file.
-func (s *store) path(name string) string {
-	h := fileHash(name)
+// fileHash names a key's file: its XXH3-128 (seeded with its database, but
+// for database 0, whose files keep the names they had before there were
+// databases), so that any key, however long or strange, makes a valid file
+// name; the key itself is in the file.
+func fileHash(db int, name string) [16]byte {
+	if db == 0 {
+		return xxh3.HashString128(name).Bytes()
+	}
+	return xxh3.HashString128Seed(name, uint64(db)).Bytes()
+}
+
+// identOf is the identity of database db: whose files its keys are in.
+func (s *store) identOf(db int) int { return int(s.ident[db].Load()) }
+
+// path is the data file of the key of database db.
+func (s *store) path(db int, name string) string { return s.pathOf(s.identOf(db), name) }
+
+// pathOf is the data file of the key of the database of identity id.
+func (s *store) pathOf(id int, name string) string {
+	h := fileHash(id, name)
 	return filepath.Join(s.dir, hex.EncodeToString(h[:])+recordFileExt)
 }
 
 // stripeOf is the lock of the key's file.
-func (s *store) stripeOf(name string) *sync.Mutex {
-	h := fileHash(name)
-	return &s.stripe[h[0]%stripes]
+func (s *store) stripeOf(db int, name string) *sync.Mutex {
+	return &s.stripe[s.stripeIndex(db, name)]
 }
 
-func (s *store) get(name string) *entry {
+func (s *store) stripeIndex(db int, name string) int {
+	h := fileHash(s.identOf(db), name)
+	return int(h[0] % stripes)
+}
+
+// uploadKey names a key of a database among the LOADCHUNK uploads and
+// SCANDUMP dumps in progress, which are kept by name: the database's
+// number, then the name.
+func uploadKey(db int, name string) string {
+	return string(binary.AppendUvarint(nil, uint64(db))) + name
+}
+
+// get returns the key's entry, nil if it is missing or expired (expire.go
+// removes expired keys).
+func (s *store) get(db int, name string) *entry {
 	s.mu.RLock()
-	e := s.keys[name]
+	e := s.dbs[db].keys[name]
 	s.mu.RUnlock()
+	if e != nil && e.expireAt.Load() != 0 && e.expiredAt(s.nowMs()) {
+		s.expiredSeen()
+		return nil
+	}
 	return e
 }
 
 // getBytes is get for a key straight from a command's arguments; indexing
 // the map by string(name) does not copy it.
-func (s *store) getBytes(name []byte) *entry {
+func (s *store) getBytes(db int, name []byte) *entry {
 	s.mu.RLock()
-	e := s.keys[string(name)]
+	e := s.dbs[db].keys[string(name)]
 	s.mu.RUnlock()
+	if e != nil && e.expireAt.Load() != 0 && e.expiredAt(s.nowMs()) {
+		s.expiredSeen()
+		return nil
+	}
 	return e
 }
 
 // getOrCreate returns the key's entry, creating it with build if it is
 // missing; see getOrCreateLogged.
-func (s *store) getOrCreate(name string, build func() (*entry, error)) (*entry, bool, error) {
-	e, created, _, err := s.getOrCreateLogged(name, build)
+func (s *store) getOrCreate(db int, name string, build func() (*entry, error)) (*entry, bool, error) {
+	e, created, _, err := s.getOrCreateLogged(db, name, build)
 	return e, created, err
 }
 
@@ -432,15 +619,18 @@ func (s *store) getOrCreate(name string, build func() (*entry, error)) (*entry, 
 // allocate and clear, and every reader waits for a writer; two clients
 // creating the same key at once each build one, and the second is dropped.
 // The creation is logged under the lock, so that no record of the key can
-// precede it in the log.
-func (s *store) getOrCreateLogged(name string, build func() (*entry, error)) (*entry, bool, uint64, error) {
-	if e := s.get(name); e != nil {
+// precede it in the log. An expired key is removed first, and the new one
+// has no expiry, as in Redis.
+func (s *store) getOrCreateLogged(db int, name string, build func() (*entry, error)) (*entry, bool, uint64, error) {
+	if e := s.get(db, name); e != nil {
 		return e, false, 0, nil
 	}
+	s.reapName(db, name)
 	e, err := build()
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if old := s.keys[name]; old != nil {
+	d := s.dbs[db]
+	if old := d.keys[name]; old != nil && !old.expiredAt(s.nowMs()) {
 		return old, false, 0, nil
 	}
 	if err != nil {
@@ -450,10 +640,10 @@ func (s *store) getOrCreateLogged(name string, build func() (*entry, error)) (*e
 	e.dirty.Store(true)
 	var pos uint64
 	if s.log != nil {
-		pos = s.log.appendCreate(name, e)
+		pos = s.log.appendCreate(db, name, e)
 	}
-	s.keys[name] = e
-	s.index.add(name)
+	d.setLocked(name, e)
+	s.gen.Add(1)
 	return e, true, pos, nil
 }
 
@@ -461,23 +651,26 @@ func (s *store) getOrCreateLogged(name string, build func() (*entry, error)) (*e
 // under name unless the key exists, and returns the log position of the
 // load. The record goes into the log whole, since the key's state is in no
 // other record.
-func (s *store) put(name string, e *entry, dump []byte) (bool, uint64, error) {
+func (s *store) put(db int, name string, e *entry, dump []byte) (bool, uint64, error) {
+	s.reapName(db, name)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.keys[name] != nil {
+	d := s.dbs[db]
+	if old := d.keys[name]; old != nil && !old.expiredAt(s.nowMs()) {
 		return false, 0, nil
 	}
 	e.seq = 0 // a loaded key's changes are numbered afresh, here and in replay
+	e.expireAt.Store(0)
 	e.dirty.Store(true)
 	var pos uint64
 	if s.log != nil {
 		var err error
-		if pos, err = s.log.appendLoad(name, dump); err != nil {
+		if pos, err = s.log.appendLoad(db, name, dump); err != nil {
 			return false, 0, err
 		}
 	}
-	s.keys[name] = e
-	s.index.add(name)
+	d.setLocked(name, e)
+	s.gen.Add(1)
 	return true, pos, nil
 }
 
@@ -492,21 +685,22 @@ func (e *errRemove) Error() string {
 	return fmt.Sprintf("could not remove the data file of key '%s' (the key is kept): %v", quoteArg([]byte(e.name)), e.err)
 }
 
-// del removes keys and their files, and returns how many existed and the
-// log position of the last removal. With the log, the removal is its
-// record, and a file that cannot be removed now is removed by the next
-// save. Without it, a key whose file cannot be removed is kept, and the
-// error says so: a DEL must not report what a restart would undo.
-func (s *store) del(names ...string) (int, uint64, error) {
+// del removes keys of database db and their files, and returns how many
+// existed (expired keys are removed, not counted) and the log position of
+// the last removal. With the log, the removal is its record, and a file
+// that cannot be removed now is removed by the next save. Without it, a
+// key whose file cannot be removed is kept, and the error says so: a DEL
+// must not report what a restart would undo.
+func (s *store) del(db int, names ...string) (int, uint64, error) {
 	n, pos := 0, uint64(0)
 	var errs []error
 	for _, name := range names {
-		s.uploads.drop(name)
-		ok, p, err := s.delOne(name)
+		s.uploads.drop(uploadKey(db, name))
+		_, ok, p, err := s.delOne(db, name, nil)
 		if ok {
 			n++
-			pos = max(pos, p)
 		}
+		pos = max(pos, p)
 		if err != nil {
 			errs = append(errs, err)
 		}
@@ -514,75 +708,126 @@ func (s *store) del(names ...string) (int, uint64, error) {
 	return n, pos, errors.Join(errs...)
 }
 
-func (s *store) delOne(name string) (bool, uint64, error) {
-	if s.get(name) == nil {
-		return false, 0, nil
+// delOne removes the key if only (when not nil) says so of its entry, and
+// reports whether it removed it, whether the key had not expired, and the
+// log position of the removal.
+func (s *store) delOne(db int, name string, only func(*entry) bool) (removed, live bool, pos uint64, err error) {
+	s.mu.RLock()
+	e := s.dbs[db].keys[name]
+	s.mu.RUnlock()
+	if e == nil || only != nil && !only(e) {
+		return false, false, 0, nil
 	}
-	lock := s.stripeOf(name)
+	lock := s.stripeOf(db, name)
 	lock.Lock()
 	defer lock.Unlock()
 	if s.log == nil && s.dir != "" {
 		// No record can make the removal durable: the file goes first,
 		// and the key only if it went.
-		if err := s.removeDataFile(name); err != nil {
-			return false, 0, &errRemove{name, err}
+		if err := s.removeDataFile(db, name); err != nil {
+			return false, false, 0, &errRemove{name, err}
 		}
 	}
 	s.mu.Lock()
-	if s.keys[name] == nil {
+	d := s.dbs[db]
+	e = d.keys[name]
+	if e == nil || only != nil && !only(e) {
 		s.mu.Unlock()
-		return false, 0, nil
+		return false, false, 0, nil
 	}
-	delete(s.keys, name)
-	s.index.remove(name)
-	var pos uint64
+	live = !e.expiredAt(s.nowMs())
+	d.removeLocked(name)
+	s.gen.Add(1)
 	if s.log != nil {
-		pos = s.log.appendDelete(name)
+		pos = s.log.appendDelete(db, name)
 	}
 	s.mu.Unlock()
 	if s.log != nil {
-		if err := s.removeDataFile(name); err != nil {
+		if err := s.removeDataFile(db, name); err != nil {
 			s.logger.Warn("DEL: the data file stays until the next save removes it; the log records the deletion", "key", name, "err", err)
 		}
 	}
-	return true, pos, nil
+	if !live {
+		s.expiry.expired.Add(1)
+	}
+	return true, live, pos, nil
 }
 
-// flush removes every key (FLUSHALL) and every LOADCHUNK upload in
-// progress, and returns the log position of the flush. Without the log,
-// keys whose files cannot be removed are kept, as del keeps them.
-func (s *store) flush() (uint64, error) {
-	s.uploads.dropAll()
+// flush removes every key of the databases dbs (FLUSHDB: one; FLUSHALL:
+// none named, all) and their LOADCHUNK uploads in progress, and returns
+// the log position of the flush. Without the log, keys whose files cannot
+// be removed are kept, as del keeps them.
+func (s *store) flush(dbs ...int) (uint64, error) {
+	all := len(dbs) == 0
+	if all {
+		dbs = s.allDBs()
+	}
+	if all {
+		s.uploads.dropAll()
+	}
 	if s.log == nil {
-		_, _, err := s.del(s.names()...)
-		return 0, err
+		var errs []error
+		for _, db := range dbs {
+			_, _, err := s.del(db, s.names(db)...)
+			errs = append(errs, err)
+		}
+		return 0, errors.Join(errs...)
 	}
 	s.mu.Lock()
-	pos := s.log.appendFlushAll()
-	old := s.keys
-	s.keys = map[string]*entry{}
-	s.index.reset()
-	s.mu.Unlock()
-	for name := range old {
-		lock := s.stripeOf(name)
-		lock.Lock()
-		// A key created again since the flush and saved already owns
-		// the file; otherwise the file is the flushed key's.
-		if now := s.get(name); now == nil || !now.onDisk {
-			if err := s.removeDataFile(name); err != nil {
-				s.logger.Warn("FLUSHALL: the data file stays until the next save removes it; the log records the flush", "key", name, "err", err)
-			}
+	var pos uint64
+	if all {
+		pos = s.log.appendFlushAll()
+	} else {
+		for _, db := range dbs {
+			pos = s.log.appendFlushDB(db)
 		}
-		lock.Unlock()
+	}
+	old := make([]map[string]*entry, len(dbs))
+	for i, db := range dbs {
+		old[i] = s.dbs[db].keys
+		s.dbs[db] = newDatabase()
+	}
+	s.gen.Add(1)
+	s.mu.Unlock()
+	for i, db := range dbs {
+		for name := range old[i] {
+			if !all {
+				s.uploads.drop(uploadKey(db, name))
+			}
+			lock := s.stripeOf(db, name)
+			lock.Lock()
+			// A key created again since the flush and saved already owns
+			// the file; otherwise the file is the flushed key's.
+			s.mu.RLock()
+			now := s.dbs[db].keys[name]
+			s.mu.RUnlock()
+			if now == nil || !now.onDisk {
+				if err := s.removeDataFile(db, name); err != nil {
+					s.logger.Warn("FLUSHALL: the data file stays until the next save removes it; the log records the flush", "key", name, "err", err)
+				}
+			}
+			lock.Unlock()
+		}
 	}
 	return pos, nil
+}
+
+// allDBs is every database's number.
+func (s *store) allDBs() []int {
+	dbs := make([]int, len(s.dbs))
+	for i := range dbs {
+		dbs[i] = i
+	}
+	return dbs
 }
 
 // limitAll bounds the growth of every key's filter by max-filter-bytes,
 // once the keys are read back at start: the files keep no bound.
 func (s *store) limitAll() {
-	for _, e := range s.keys {
-		e.limit(s.maxFilterBytes)
+	for _, d := range s.dbs {
+		for _, e := range d.keys {
+			e.limit(s.maxFilterBytes)
+		}
 	}
 }
 
@@ -592,33 +837,51 @@ func (s *store) limitAll() {
 // the figure is a statistic, not a snapshot.
 func (s *store) sizeBytes() uint64 {
 	var n uint64
-	for cursor := uint64(0); ; {
-		s.mu.RLock()
-		cursor = s.index.scan(cursor, walkChunk, func(name string) {
-			if e := s.keys[name]; e != nil {
-				n += e.sizeBytes()
+	for db := range s.dbs {
+		for cursor := uint64(0); ; {
+			s.mu.RLock()
+			d := s.dbs[db]
+			cursor = d.idx().scan(cursor, walkChunk, func(name string) {
+				if e := d.keys[name]; e != nil {
+					n += e.sizeBytes()
+				}
+			})
+			s.mu.RUnlock()
+			if cursor == 0 {
+				break
 			}
-		})
-		s.mu.RUnlock()
-		if cursor == 0 {
-			return n
+		}
+	}
+	return n
+}
+
+// indexAll puts the keys read back at start into SCAN's index, and those
+// with an expiry among the expiries, and drops those whose time is up.
+func (s *store) indexAll() {
+	now := s.nowMs()
+	for _, d := range s.dbs {
+		for name, e := range d.keys {
+			if e.expiredAt(now) {
+				delete(d.keys, name)
+				continue
+			}
+			if d.index == nil {
+				d.index = new(keyIndex)
+			}
+			d.index.add(name)
+			if e.expireAt.Load() != 0 {
+				d.expires[name] = e
+			}
 		}
 	}
 }
 
-// indexAll puts the keys read back at start into SCAN's index.
-func (s *store) indexAll() {
-	for name := range s.keys {
-		s.index.add(name)
-	}
-}
-
-// names returns the keys, sorted: those of one instant, from a snapshot
-// of the index, so that the store's lock is held for a copy of its 4096
-// buckets' slices, not of every name.
-func (s *store) names() []string {
+// names returns the keys of database db, sorted: those of one instant,
+// from a snapshot of the index, so that the store's lock is held for a copy
+// of its 4096 buckets' slices, not of every name.
+func (s *store) names(db int) []string {
 	s.mu.RLock()
-	snap := s.index.snapshot()
+	snap := s.dbs[db].idx().snapshot()
 	s.mu.RUnlock()
 	names := make([]string, 0, snap.n)
 	snap.each(func(name string) { names = append(names, name) })
@@ -626,8 +889,21 @@ func (s *store) names() []string {
 	return names
 }
 
-func (s *store) len() int {
+// len is the number of keys of database db, those expired but not yet
+// removed included, as Redis's DBSIZE counts them.
+func (s *store) len(db int) int {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	return len(s.keys)
+	return len(s.dbs[db].keys)
+}
+
+// lenAll is the number of keys of every database.
+func (s *store) lenAll() int {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	n := 0
+	for _, d := range s.dbs {
+		n += len(d.keys)
+	}
+	return n
 }

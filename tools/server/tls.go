@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -401,81 +402,127 @@ func (s *Server) ReloadTLS() error {
 	return nil
 }
 
-// tlsSettable are the tls-* settings CONFIG SET may change.
-var tlsSettable = []string{"tls-cert-file", "tls-key-file", "tls-key-file-pass", "tls-ca-cert-file", "tls-ca-cert-dir",
-	"tls-auth-clients", "tls-protocols", "tls-ciphers"}
+// The tls-* settings and the Unix socket's are in the settings registry
+// (config.go): read from a configuration file, shown by CONFIG GET (not
+// tls-key-file-pass, a secret), and the tls-* files and choices changed
+// by CONFIG SET, together (prepareTLS).
 
-// isTLSSetting reports whether CONFIG SET name is one of setTLSConfig's.
-func isTLSSetting(name string) bool {
-	return slices.ContainsFunc(tlsSettable, func(s string) bool { return strings.EqualFold(s, name) })
+// tlsFields are the tls-* settings CONFIG SET may change, and their
+// fields of TLSConfig.
+var tlsFields = map[string]func(*TLSConfig) *string{
+	"tls-cert-file":     func(t *TLSConfig) *string { return &t.CertFile },
+	"tls-key-file":      func(t *TLSConfig) *string { return &t.KeyFile },
+	"tls-key-file-pass": func(t *TLSConfig) *string { return &t.KeyFilePass },
+	"tls-ca-cert-file":  func(t *TLSConfig) *string { return &t.CACertFile },
+	"tls-ca-cert-dir":   func(t *TLSConfig) *string { return &t.CACertDir },
+	"tls-auth-clients":  func(t *TLSConfig) *string { return &t.AuthClients },
+	"tls-protocols":     func(t *TLSConfig) *string { return &t.Protocols },
+	"tls-ciphers":       func(t *TLSConfig) *string { return &t.Ciphers },
 }
 
-// setTLSConfig is CONFIG SET of tls-* settings, changed together as
-// Redis's multi-parameter CONFIG SET does (a new certificate and its key
-// at once): every file is read again, and if the new configuration does
-// not load, the one in use stays and nothing is changed. name is the
-// setting the error concerns, for Redis's "CONFIG SET failed (possibly
-// related to argument '...')".
-func (s *Server) setTLSConfig(changes [][2]string) (name string, err error) {
+func init() {
+	for name, field := range tlsFields {
+		p := &configParam{name: name, tls: true, secret: name == "tls-key-file-pass",
+			load: func(c *Config, v string) error { *field(&c.TLS) = v; return nil },
+			get: func(s *Server) string {
+				s.tls.mu.Lock()
+				defer s.tls.mu.Unlock()
+				return *field(&s.tls.settings)
+			}}
+		switch name {
+		case "tls-auth-clients":
+			p.def = "yes"
+			p.get = func(s *Server) string {
+				s.tls.mu.Lock()
+				defer s.tls.mu.Unlock()
+				if v := strings.ToLower(s.tls.settings.AuthClients); v != "" {
+					return v
+				}
+				return "yes"
+			}
+		case "tls-protocols":
+			p.def = "TLSv1.2 TLSv1.3"
+			p.get = func(s *Server) string {
+				s.tls.mu.Lock()
+				defer s.tls.mu.Unlock()
+				if v := s.tls.settings.Protocols; strings.TrimSpace(v) != "" {
+					return v
+				}
+				return "TLSv1.2 TLSv1.3"
+			}
+		}
+		registerConfig(p)
+	}
+	// tls-port is on bind's host (port's), and shows the listener's port
+	// once served. Not derived, unlike port: CONFIG REWRITE writes it, or
+	// a file written with tls-cert-file would not start without it.
+	registerConfig(&configParam{name: "tls-port", def: "0",
+		load: func(c *Config, v string) error {
+			n, err := parseBounded(v, 0, 65535)
+			if err != nil || n == 0 {
+				c.TLSAddr = ""
+				return err
+			}
+			host, _, _ := splitHostPort(c.addr())
+			c.TLSAddr = joinHostPort(host, int(n))
+			return nil
+		},
+		get: func(s *Server) string {
+			if _, port := listenerHostPort(s.tls.addr.Load()); port > 0 {
+				return strconv.Itoa(port)
+			}
+			if _, port, err := splitHostPort(s.cfg.TLSAddr); err == nil {
+				return strconv.Itoa(port)
+			}
+			return "0"
+		}})
+	registerConfig(&configParam{name: "unixsocket", def: "",
+		load: func(c *Config, v string) error { c.UnixSocket = v; return nil },
+		get: func(s *Server) string {
+			if p := s.unixPath.Load(); p != "" {
+				return p
+			}
+			return s.cfg.UnixSocket
+		}})
+	registerConfig(&configParam{name: "unixsocketperm", def: "0",
+		load: func(c *Config, v string) error {
+			n, err := strconv.ParseUint(v, 8, 32)
+			if err != nil || n > 0o777 {
+				return errors.New("argument must be octal permissions, at most 777")
+			}
+			c.UnixSocketPerm = os.FileMode(n)
+			return nil
+		},
+		get: func(s *Server) string { return strconv.FormatUint(uint64(s.cfg.UnixSocketPerm), 8) }})
+}
+
+// prepareTLS is CONFIG SET of tls-* settings, changed together as Redis's
+// multi-parameter CONFIG SET does (a new certificate and its key at
+// once): every file is read again, and if the new configuration does not
+// load, the one in use stays and nothing is changed. It returns what puts
+// the new configuration in use, or the setting the error concerns, for
+// Redis's "CONFIG SET failed (possibly related to argument '...')".
+func (s *Server) prepareTLS(changes [][2]string) (apply func(), name string, err error) {
 	s.tls.mu.Lock()
 	defer s.tls.mu.Unlock()
 	if s.tls.current.Load() == nil {
-		return changes[0][0], errors.New("TLS is not enabled: start the server with tls-port and tls-cert-file")
+		return nil, changes[0][0], errors.New("TLS is not enabled: start the server with tls-port and tls-cert-file")
 	}
 	next := s.tls.settings
 	for _, kv := range changes {
-		field := map[string]*string{
-			"tls-cert-file": &next.CertFile, "tls-key-file": &next.KeyFile, "tls-key-file-pass": &next.KeyFilePass,
-			"tls-ca-cert-file": &next.CACertFile, "tls-ca-cert-dir": &next.CACertDir, "tls-auth-clients": &next.AuthClients,
-			"tls-protocols": &next.Protocols, "tls-ciphers": &next.Ciphers,
-		}[strings.ToLower(kv[0])]
-		if field == nil {
-			return kv[0], errors.New("not a TLS setting that can be changed")
-		}
-		*field = kv[1]
+		*tlsFields[kv[0]](&next) = kv[1]
 	}
 	cfg, err := next.build()
 	if err != nil {
-		return changes[0][0], err
+		s.cfg.Logger.Warn("CONFIG SET of TLS failed; the configuration in use stays", "err", err)
+		return nil, changes[0][0], err
 	}
-	s.tls.settings = next
-	s.tls.current.Store(cfg)
-	return "", nil
-}
-
-// tlsConfigGet is what CONFIG GET shows of the TLS and Unix socket
-// settings (not tls-key-file-pass, a secret).
-func (s *Server) tlsConfigGet() [][2]string {
-	s.tls.mu.Lock()
-	t := s.tls.settings
-	s.tls.mu.Unlock()
-	port := "0"
-	if a := s.tls.addr.Load(); a != nil {
-		if tcp, ok := (*a).(*net.TCPAddr); ok {
-			port = fmt.Sprint(tcp.Port)
-		}
-	}
-	auth := strings.ToLower(t.AuthClients)
-	if auth == "" {
-		auth = "yes"
-	}
-	protocols := t.Protocols
-	if strings.TrimSpace(protocols) == "" {
-		protocols = "TLSv1.2 TLSv1.3"
-	}
-	perm := fmt.Sprintf("%o", s.cfg.UnixSocketPerm)
-	return [][2]string{
-		{"tls-port", port},
-		{"tls-cert-file", t.CertFile},
-		{"tls-key-file", t.KeyFile},
-		{"tls-ca-cert-file", t.CACertFile},
-		{"tls-ca-cert-dir", t.CACertDir},
-		{"tls-auth-clients", auth},
-		{"tls-protocols", protocols},
-		{"tls-ciphers", t.Ciphers},
-		{"unixsocket", s.unixPath.Load()},
-		{"unixsocketperm", perm},
-	}
+	return func() {
+		s.tls.mu.Lock()
+		s.tls.settings = next
+		s.tls.current.Store(cfg)
+		s.tls.mu.Unlock()
+	}, "", nil
 }
 
 // errTLSOnPlainPort refuses a TLS handshake on a plaintext listener; the
@@ -520,24 +567,4 @@ func (s *Server) serveTLSConn(ls *loops, raw net.Conn, c *connection) {
 	}
 	raw.SetDeadline(time.Time{})
 	ls.conns.run(s, g, c, tc)
-}
-
-// configSetTLS is CONFIG SET name value [name value ...] of tls-*
-// settings, answered as Redis answers.
-func configSetTLS(s *Server, w replier, args [][]byte) {
-	changes := make([][2]string, 0, len(args)/2)
-	for i := 0; i+1 < len(args); i += 2 {
-		name := strings.ToLower(string(args[i]))
-		if !isTLSSetting(name) {
-			w.WriteError(fmt.Sprintf("ERR Unknown option or number of arguments for CONFIG SET - '%s'", name))
-			return
-		}
-		changes = append(changes, [2]string{name, string(args[i+1])})
-	}
-	if name, err := s.setTLSConfig(changes); err != nil {
-		s.cfg.Logger.Warn("CONFIG SET of TLS failed; the configuration in use stays", "err", err)
-		w.WriteError(fmt.Sprintf("ERR CONFIG SET failed (possibly related to argument '%s') - %v", name, err))
-		return
-	}
-	w.WriteString("OK")
 }
