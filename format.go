@@ -356,6 +356,20 @@ func unmarshalBlocks(data []byte, kind uint8) (header, []block, error) {
 // Pages that the input leaves all zero are not written, so an empty filter
 // read back takes little memory until keys are added, as a new one does.
 // On error f is unchanged.
+//
+// A reader whose bytes are in memory already (a mapped file) may lend
+// that memory to the filter instead of having the blocks copied: with a
+// method InPlace(n int) []byte, it is asked, before the blocks are read,
+// for the memory that holds the n bytes it is about to deliver. The
+// blocks are then read and checked as usual, through a small buffer, but
+// not stored: the lent memory becomes the filter's, which reads and writes
+// it for as long as the filter is reachable. It must stay valid and
+// writable, hold exactly what the reader delivers, and be used by nothing
+// else: a private, copy-on-write mapping of a file that nothing writes in
+// place, say, as ohbloom serve maps its data files. Memory that is not
+// exactly n bytes, 64-byte aligned, is not used (nor on a big-endian
+// CPU); nil declines. Every kind of filter's ReadFrom asks, the scalable
+// filter once for each stage.
 func (f *Filter) ReadFrom(r io.Reader) (int64, error) { return f.readFrom(r) }
 
 // ReadFrom is Filter.ReadFrom. It must not run concurrently with any other
@@ -392,6 +406,10 @@ func readBlocks(r io.Reader, kind uint8) (header, []block, int64, error) {
 	}
 	sum := xxh3.New()
 	sum.Write(hdr[:])
+	// A reader that lends the blocks' memory (see Filter.ReadFrom) has
+	// them read and checked all the same, through a buffer that stays in
+	// the cache, and nothing stored.
+	lent := inPlace(r, h.nblocks)
 
 	// Memory grows with the bytes that arrive, unless r says it holds the
 	// whole filter: growing by doubling copies every block once more and
@@ -401,9 +419,22 @@ func readBlocks(r io.Reader, kind uint8) (header, []block, int64, error) {
 	if left, ok := remaining(r); ok && left >= 0 && uint64(left) >= h.nblocks*blockBytes+trailerSize {
 		first = h.nblocks
 	}
-	blocks := alignedBlocks(first)
+	var blocks []block
+	if lent == nil {
+		blocks = alignedBlocks(first)
+	}
 	buf := make([]byte, stream.Chunk)
 	for done := uint64(0); done < h.nblocks; {
+		if lent != nil {
+			n := min(h.nblocks-done, stream.Chunk/blockBytes)
+			chunk := buf[:n*blockBytes]
+			if err := fill(chunk); err != nil {
+				return h, nil, in.N, err
+			}
+			sum.Write(chunk)
+			done += n
+			continue
+		}
 		if done == uint64(len(blocks)) {
 			// The stream has delivered everything allocated so far: double.
 			grown := alignedBlocks(min(h.nblocks, 2*done))
@@ -426,7 +457,30 @@ func readBlocks(r io.Reader, kind uint8) (header, []block, int64, error) {
 	if got, rec := sum.Sum64(), binary.LittleEndian.Uint64(tail[:]); got != rec {
 		return h, nil, in.N, fmt.Errorf("%w: data hashes to %#x, recorded %#x", ErrChecksum, got, rec)
 	}
+	if lent != nil {
+		blocks = blocksOf(lent)
+	}
 	return h, blocks, in.N, nil
+}
+
+// inPlace asks r for the memory of the next nblocks blocks (see
+// Filter.ReadFrom), through the hashing reader of a scalable filter's
+// stages, and returns it if it can serve as blocks: nblocks·64 bytes,
+// 64-byte aligned, and in the CPU's byte order. Otherwise nil, and the
+// blocks are read into memory of the filter's own.
+func inPlace(r io.Reader, nblocks uint64) []byte {
+	if hr, ok := r.(hashingReader); ok {
+		r = hr.r
+	}
+	lender, ok := r.(interface{ InPlace(int) []byte })
+	if !ok || !littleEndian || nblocks*blockBytes > math.MaxInt {
+		return nil
+	}
+	mem := lender.InPlace(int(nblocks * blockBytes))
+	if uint64(len(mem)) != nblocks*blockBytes || addressOf(mem)%blockBytes != 0 {
+		return nil
+	}
+	return mem
 }
 
 // remaining reports how many bytes r holds, where it can tell: a reader

@@ -96,6 +96,13 @@ func FuzzReadFrom(f *testing.F) {
 			(err == nil && !sized.ToPlain().Equal(d.ToPlain())) {
 			t.Fatalf("from a *bytes.Reader: %d bytes, %v; from a plain stream: %d, %v", sn, serr, n, err)
 		}
+		// From a reader that lends the blocks in place: the same again.
+		var lent AtomicFilter
+		ln, lerr := lent.ReadFrom(&lender{r: bytes.NewReader(data)})
+		if ln != n || (lerr == nil) != (err == nil) || (err != nil && lerr.Error() != err.Error()) ||
+			(err == nil && !lent.ToPlain().Equal(d.ToPlain())) {
+			t.Fatalf("lent in place: %d bytes, %v; from a plain stream: %d, %v", ln, lerr, n, err)
+		}
 		if err != nil {
 			checkDecodeError(t, err, d.blocks)
 			return

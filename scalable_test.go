@@ -733,6 +733,19 @@ func FuzzReadScalable(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		var r ScalableFilter
 		n, err := r.ReadFrom(bytes.NewReader(data))
+		var lent ScalableFilter
+		ln, lerr := lent.ReadFrom(&lender{r: bytes.NewReader(data)})
+		if ln != n || (lerr == nil) != (err == nil) || (err != nil && lerr.Error() != err.Error()) {
+			t.Fatalf("lent in place: %d bytes, %v; read: %d, %v", ln, lerr, n, err)
+		}
+		if err == nil {
+			var a, b bytes.Buffer
+			r.WriteTo(&a)
+			lent.WriteTo(&b)
+			if !bytes.Equal(a.Bytes(), b.Bytes()) {
+				t.Fatal("lent in place, the filter differs")
+			}
+		}
 		if err != nil {
 			checkDecodeError(t, err, nil)
 			if r.stages != nil {

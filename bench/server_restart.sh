@@ -17,8 +17,8 @@
 # 2 GB rows.
 #
 # OHBLOOM_BASELINE="name=/path/to/ohbloom" restarts another build too, on
-# the same directories, in turn with this tree's within each round. To
-# measure a commit beside this tree:
+# copies of the same directories, in turn with this tree's within each
+# round (the baseline fills them). To measure a commit beside this tree:
 #   git worktree add /tmp/old <commit>
 #   (cd /tmp/old/tools && go build -o /tmp/ohbloom-old ./cmd/ohbloom)
 #   OHBLOOM_BASELINE="<commit>=/tmp/ohbloom-old" flock /tmp/ohbloom-bench.lock bench/server_restart.sh
@@ -35,7 +35,10 @@ trap 'rm -rf "$work"' EXIT
 (cd tools && go build -o "$work/ohbloom" ./cmd/ohbloom)
 (cd bench && go build -o "$work/serverrestart" ./cmd/serverrestart)
 servers="ohbloom=$work/ohbloom"
-if [ -n "${OHBLOOM_BASELINE:-}" ]; then servers="$servers,$OHBLOOM_BASELINE"; fi
+# The first server fills the directories: the baseline, an older build,
+# whose records this tree's reads (and rewrites in its own version when it
+# saves its copy).
+if [ -n "${OHBLOOM_BASELINE:-}" ]; then servers="$OHBLOOM_BASELINE,$servers"; fi
 cold=()
 if [ -n "${OHBLOOM_RESTART_COLD:-}" ]; then cold=(-cold); fi
 echo "# $(git rev-parse --short HEAD), $(date -u +%Y-%m-%d), load average at start $(cut -d' ' -f1-3 /proc/loadavg)"

@@ -46,6 +46,8 @@ func init() {
 		"merge": {"write the union of compatible snapshots", runMerge},
 		"demo":  {"a filter in front of a database, end to end, with no setup", runDemo},
 		"serve": {"serve filters to any Redis client, with RedisBloom's commands", runServe},
+
+		"import-rdb": {"send a Redis RDB file's RedisBloom filters to a server, as RESTOREs", runImportRDB},
 	}
 }
 
@@ -104,8 +106,12 @@ func usage(w io.Writer) {
 		names = append(names, n)
 	}
 	sort.Strings(names)
+	width := 0
 	for _, n := range names {
-		fmt.Fprintf(w, "  %-6s %s\n", n, commands[n].summary)
+		width = max(width, len(n))
+	}
+	for _, n := range names {
+		fmt.Fprintf(w, "  %-*s %s\n", width, n, commands[n].summary)
 	}
 	fmt.Fprintln(w, "\nRun \"ohbloom <command> --help\" for a command's flags, \"ohbloom --version\" for the version.")
 }

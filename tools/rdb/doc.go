@@ -28,10 +28,13 @@
 // and CuckooFromScanDump convert such chunks back.
 //
 // Wiring: RESTORE of a RedisBloom payload is ParsePayload, ModuleOf to
-// pick the decoder, Decode*, then ScanDump into the server's LOADCHUNK
-// path; DUMP of a RedisBloom-format key is *FromScanDump of its chunks,
-// then DumpPayload. An RDB import is NewReader and Next, and the same
-// decoders for each kept Entry.Value.
+// pick the decoder, Decode*, then for a Bloom filter ScanDump into the
+// server's LOADCHUNK path, for a cuckoo filter SplitModuleValue into
+// redisbloom.CuckooFilter.UnmarshalRDB (a cuckoo filter without items has
+// no SCANDUMP); DUMP of a RedisBloom-format key is BloomFromScanDump of its
+// chunks, or DecodeCuckoo of AppendModuleValue of its MarshalRDB, then
+// DumpPayload. An RDB import is NewReader and Next, and the same decoders
+// for each kept Entry.Value.
 //
 // docs/format.md describes the formats as implemented, with links to the
 // Redis and RedisBloom sources they follow.

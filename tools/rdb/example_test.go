@@ -124,3 +124,41 @@ func ExampleBloom_ScanDump() {
 	// BF.LOADCHUNK key 13 <12 bytes>
 	// items: 1 bits: 96
 }
+
+// A module type whose value is one opaque string, as ohbloom serve dumps
+// its own keys: Redis parses the payload and, without the module, refuses
+// it; DecodeBlobValue gives the string back.
+func ExampleAppendBlobValue() {
+	id, err := rdb.NewModuleID("ohbloom--", 1)
+	if err != nil {
+		log.Fatal(err)
+	}
+	payload := rdb.AppendPayload(nil, rdb.TypeModule2, rdb.AppendBlobValue(nil, id, []byte("a key's record")))
+	typ, value, err := rdb.ParsePayload(payload)
+	if err != nil {
+		log.Fatal(err)
+	}
+	m, _ := rdb.ModuleOf(value)
+	blob, err := rdb.DecodeBlobValue(value, id)
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Printf("%s of %s: %q\n", typ, m, blob)
+	// Output:
+	// module2 of ohbloom--/1: "a key's record"
+}
+
+// A module value is its type's ID, then the items the module saved: what
+// its own decoder (here redisbloom.CuckooFilter.UnmarshalRDB) reads.
+func ExampleSplitModuleValue() {
+	id := rdb.CuckooModuleID
+	items := []byte{2, 1, 0} // one unsigned item, 1, then the end
+	value := rdb.AppendModuleValue(nil, id, items)
+	got, rest, err := rdb.SplitModuleValue(value)
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Printf("%s, version %d: % x\n", got.Name(), got.EncVer(), rest)
+	// Output:
+	// MBbloomCF, version 4: 02 01 00
+}

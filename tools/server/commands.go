@@ -107,6 +107,8 @@ func init() {
 		"swapdb":      {arity: 3, slow: true, run: cmdSwapDB},
 
 		"bgsave":   {arity: -1, run: cmdBgsave},
+		"dump":     {arity: 2, slow: true, run: cmdDump},
+		"restore":  {arity: -4, slow: true, run: cmdRestore},
 		"lastsave": {arity: 1, run: func(s *Server, _ *session, w replier, _ [][]byte) { w.WriteInt64(s.store.lastSave.Load()) }},
 
 		"bf.reserve":   {arity: -4, slow: true, run: cmdBFReserve},

@@ -227,7 +227,7 @@ func (s *Server) infoMemory(b *strings.Builder) {
 		"mem_clients_slaves:0\r\nmem_clients_normal:%d\r\nmem_cluster_links:0\r\nmem_aof_buffer:%d\r\n"+
 		"mem_allocator:go-%s\r\nmem_overhead_db_hashtable_rehashing:0\r\nactive_defrag_running:0\r\n"+
 		"lazyfree_pending_objects:0\r\nlazyfreed_objects:0\r\n"+
-		"used_memory_filters:%d\r\n",
+		"used_memory_filters:%d\r\nmapped_data_files:%d\r\nmapped_data_bytes:%d\r\n",
 		r.used, bytesToHuman(r.used), r.rss, bytesToHuman(r.rss),
 		r.peak, bytesToHuman(r.peak), 100*ratio(r.used, r.peak),
 		overhead, r.startup, r.dataset, 100*ratio(r.dataset, max(r.used-r.startup, 1)),
@@ -239,7 +239,7 @@ func (s *Server) infoMemory(b *strings.Builder) {
 		ratio(r.rss, r.total-r.heapReleased), r.rss-(r.total-r.heapReleased),
 		frag, r.rss-r.used,
 		r.clients, s.aofBuffered(),
-		runtime.Version(), r.dataset)
+		runtime.Version(), r.dataset, s.store.mapped.files.Load(), s.store.mapped.bytes.Load())
 }
 
 func ratio(a, b int64) float64 {
@@ -390,6 +390,11 @@ type memoryGauge struct {
 	startup int64
 	// gcRunning: a collection started because the limit was reached runs.
 	gcRunning atomic.Bool
+	// mapped is the store's filters served from mapped data files: not
+	// the runtime's memory, but the data's, so used_memory (and the
+	// maxmemory limit) counts their bytes as it would the filters read
+	// into memory.
+	mapped *mappedCount
 }
 
 // memoryFresh is how old a measure the memory limit may act on;
@@ -434,6 +439,9 @@ func (g *memoryGauge) refresh() *memSample {
 	m := &memSample{total: v(0), free: v(1), released: v(2), unused: v(3), objects: v(4)}
 	g.mu.Unlock()
 	m.used = m.total - m.free - m.released - m.unused
+	if g.mapped != nil {
+		m.used += g.mapped.bytes.Load()
+	}
 	g.last.Store(m)
 	g.at.Store(nanotime())
 	for {

@@ -199,6 +199,7 @@ var keySpecs = map[string]keySpec{
 	"exists": {keys: keysAll}, "type": {keys: keysFirst},
 	"del": {keys: keysAll, delete: true}, "unlink": {keys: keysAll, delete: true},
 	"flushall": {keys: keysEvery, delete: true}, "flushdb": {keys: keysEvery, delete: true},
+	"dump": {keys: keysFirst}, "restore": {keys: keysFirst, create: true, delete: true},
 	"keys": {list: true}, "scan": {list: true}, "dbsize": {list: true},
 
 	"expire": {keys: keysFirst, delete: true}, "pexpire": {keys: keysFirst, delete: true},

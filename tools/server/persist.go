@@ -614,7 +614,7 @@ func (s *store) save(force bool) error {
 			s.mu.RLock()
 			e := s.dbs[db].keys[name]
 			s.mu.RUnlock()
-			if e == nil || !(e.dirty.Swap(false) || force) {
+			if e == nil || !(e.dirty.Swap(false) || force || e.oldRecord.Load()) {
 				continue
 			}
 			if err := s.saveKey(db, name, e); err != nil {
@@ -693,6 +693,7 @@ func (s *store) saveKey(db int, name string, e *entry) error {
 		return fmt.Errorf("saving key '%s': %w", quoteArg([]byte(name)), err)
 	}
 	e.onDisk = true
+	e.oldRecord.Store(false)
 	return nil
 }
 

@@ -3,24 +3,22 @@ package server
 // Reading the snapshot back at start: what a restart costs in time and
 // memory (docs/server.md, "What a restart costs").
 //
-// Each key's file is read straight into the filter's final memory, which
-// is allocated once at its size: the decoders are told how much of the
-// file is left (sizedFile.Len), where from a plain stream they grow the
-// filter by doubling and leave every smaller copy to the garbage
-// collector, about twice the filters' bytes after a restart. Pages that
-// the file leaves all zero are not written, so a reserved, still empty
-// filter costs no more after a restart than before it. The checksums are
-// checked as the bytes pass, so a key answers only from bits that were
-// verified, and the files are read on every core at once.
+// Each key's file is mapped, private and copy-on-write (mapped.go), and
+// read once through a small buffer, which checks every checksum; the
+// decoders keep the mapped memory of the blocks instead of copying them
+// (record version 4 starts every block array 64-byte aligned,
+// record_align.go). So a filter answers from the file's pages in the page
+// cache, with no copy and no fresh memory for the kernel to clear, which
+// was most of a start's time. A key answers only from bits that were
+// verified: the server listens once every file is read and checked. The
+// files are read on every core at once.
 //
-// Mapping the files instead (MAP_PRIVATE, copy-on-write) was measured and
-// not chosen (docs/server.md, "What a restart costs"): checking a mapped
-// file's checksum faults its pages in one by one, slower than reading it;
-// a key's blocks do not sit 64-byte aligned in its record, as probing in
-// place needs (the record's header and name come first, and a scalable
-// filter's stages follow its own header and counts); a key written to
-// would copy its pages one fault at a time; and a mapped file that a
-// later save replaces keeps its disk space until the process exits.
+// Where a file cannot be mapped (not Linux, a big-endian CPU, a failed
+// mmap) it is read into memory allocated once at the filter's size: the
+// decoders are told how much of the file is left (sizedFile.Len), and
+// pages that the file leaves all zero are not written. A record of an
+// older version is read so too when its blocks do not happen to sit
+// aligned, and the next save writes it in the current version.
 
 import (
 	"fmt"
@@ -54,10 +52,11 @@ func (r *sizedFile) Len() int { return int(min(max(r.left, 0), math.MaxInt)) }
 
 // loaded is one data file read back.
 type loaded struct {
-	key string
-	db  int
-	e   *entry
-	err error
+	key    string
+	db     int
+	e      *entry
+	mapped bool // the filter is served from the file, mapped
+	err    error
 }
 
 // loadRecords reads the data files at paths into the keyspace, on every
@@ -83,7 +82,7 @@ func (s *store) loadRecords(paths []string) error {
 					return
 				}
 				r := &out[j]
-				r.key, r.db, r.e, r.err = loadRecord(paths[j])
+				r.key, r.db, r.e, r.mapped, r.err = loadRecord(paths[j])
 				if r.err != nil {
 					r.err = fmt.Errorf("server: data file %s: %w", paths[j], r.err)
 				} else if r.db >= len(s.dbs) {
@@ -113,6 +112,10 @@ func (s *store) loadRecords(paths []string) error {
 		index[s.identOf(db)] = db
 	}
 	for _, r := range out {
+		if r.mapped {
+			s.mappedFiles++
+			s.mapped.add(r.e.file)
+		}
 		r.e.onDisk = true
 		s.dbs[index[r.db]].keys[r.key] = r.e
 		grown = grown || r.e.kind == kindRedisBloom || r.e.kind == kindCuckoo
@@ -126,25 +129,51 @@ func (s *store) loadRecords(paths []string) error {
 	return nil
 }
 
-// loadRecord reads one data file.
-func loadRecord(path string) (string, int, *entry, error) {
+// loadRecord reads one data file, mapped where it can be.
+func loadRecord(path string) (string, int, *entry, bool, error) {
 	f, err := openRegular(path)
 	if err != nil {
-		return "", 0, nil, err
+		return "", 0, nil, false, err
 	}
 	defer f.Close()
 	st, err := f.Stat()
 	if err != nil {
-		return "", 0, nil, err
+		return "", 0, nil, false, err
+	}
+	if m := mapFile(f, st.Size()); m != nil {
+		return loadMapped(f, m)
 	}
 	r := &sizedFile{f: f, left: st.Size()}
 	name, db, e, err := readRecord(r)
 	if err != nil {
-		return "", 0, nil, err
+		return "", 0, nil, false, err
 	}
 	var one [1]byte
 	if _, err := io.ReadFull(f, one[:]); err != io.EOF {
-		return "", 0, nil, fmt.Errorf("%w: bytes after the filter", errCorrupt)
+		return "", 0, nil, false, fmt.Errorf("%w: bytes after the filter", errCorrupt)
 	}
-	return name, db, e, nil
+	return name, db, e, false, nil
+}
+
+// loadMapped decodes a mapped data file, and gives the mapping to the
+// filter it lent blocks to, or unmaps it.
+func loadMapped(f *os.File, m *mapping) (string, int, *entry, bool, error) {
+	r := &mappedReader{r: f, mem: m.mem}
+	name, db, e, err := readRecord(r)
+	if err == nil {
+		var one [1]byte
+		if n, _ := io.ReadFull(f, one[:]); n > 0 || r.pos != len(m.mem) {
+			err = fmt.Errorf("%w: bytes after the filter", errCorrupt)
+		}
+	}
+	if err != nil {
+		m.drop()
+		return "", 0, nil, false, err
+	}
+	if !r.lent {
+		m.drop() // an older record, copied
+		return name, db, e, false, nil
+	}
+	m.own(e)
+	return name, db, e, true, nil
 }

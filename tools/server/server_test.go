@@ -437,7 +437,7 @@ func TestScheduledSave(t *testing.T) {
 	for {
 		files, _ := filepath.Glob(filepath.Join(dir, "*.ohbs"))
 		if len(files) == 1 {
-			name, _, e, err := loadRecord(files[0])
+			name, _, e, _, err := loadRecord(files[0])
 			if err != nil || name != "k" || !e.scalable.TestString("v") {
 				t.Fatalf("saved record: %q %v", name, err)
 			}

@@ -141,6 +141,7 @@ func (s *Server) initIntrospection() error {
 	x.registry.clients = map[int64]*connection{}
 	x.configFile = s.cfg.ConfigFile
 	x.keysLoaded = int64(s.store.lenAll())
+	x.mem.mapped = &s.store.mapped
 	x.mem.init()
 	if err := s.applySettings(); err != nil {
 		return err

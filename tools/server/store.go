@@ -87,6 +87,14 @@ type entry struct {
 	// onDisk says a save wrote this entry's file; guarded by the key's
 	// stripe lock (store.stripe).
 	onDisk bool
+	// oldRecord says the key was read from a record of version 1 or 2,
+	// whose blocks a start cannot map: the next save writes it again,
+	// in the current version, whether it changed or not.
+	oldRecord atomic.Bool
+	// file is the data file the start mapped the filter's blocks from
+	// (mapped.go), or nil. The mapping goes once the filter is
+	// unreachable, not with the entry.
+	file *mapping
 
 	// expireAt is when the key expires, in Unix milliseconds; 0 never.
 	// It is read without locks (every lookup checks it) and changed under
@@ -223,12 +231,13 @@ func (e *entry) decrementItems() bool {
 
 // The record of one key, on disk and in BF.SCANDUMP's chunks:
 //
-//	0   magic "OHBSRV" and version (big-endian): 0x0003 in data files,
+//	0   magic "OHBSRV" and version (big-endian): 0x0004 in data files,
 //	    0x0002 in SCANDUMP's chunks and the log's records (which say the
-//	    database and expiry their own way); 0x0001 is read too
+//	    database and expiry their own way); 0x0003 and 0x0001 are read
+//	    too
 //	8   kind (1 scalable, 2 fixed, 3 counting, 4 RedisBloom, 5 cuckoo),
 //	    3 zero bytes
-//	12  (version 3) the key's database, little-endian uint32 (zero bytes
+//	12  (versions 3 and 4) the key's database, little-endian uint32 (zero bytes
 //	    before: a version 1 or 2 record is database 0)
 //	16  items, little-endian uint64 (scalable and RedisBloom keys: written
 //	    for a reader's information, read from the filter)
@@ -239,15 +248,20 @@ func (e *entry) decrementItems() bool {
 //	56  (version 2) seq: the number of the key's last change that the
 //	    record holds, for CF and RedisBloom keys (0 for others); see
 //	    persist.go
-//	64  (version 3) when the key expires, Unix milliseconds, uint64; 0
+//	64  (versions 3 and 4) when the key expires, Unix milliseconds, uint64; 0
 //	    never (versions 1 and 2: never)
 //	72  the key (at 64 in version 2, 56 in version 1)
 //	    XXH3_64bits of everything above
+//	    (version 4) zero bytes up to the next multiple of 64
 //	    the filter, as its WriteTo writes it (with its own checksum); for
 //	    a RedisBloom key, redisbloom.Filter's MarshalBinary format; for a
-//	    cuckoo key, writeCuckoo's (cmd_cf.go)
+//	    cuckoo key, writeCuckoo's (cmd_cf.go); in version 4, a scalable
+//	    filter's encoding has zero bytes before each stage up to the next
+//	    multiple of 64 from the record's start, so that every block array
+//	    starts 64-byte aligned (record_align.go)
 const (
-	recordMagic   = "OHBSRV\x00\x03"
+	recordMagic   = "OHBSRV\x00\x04"
+	recordMagicV3 = "OHBSRV\x00\x03"
 	recordMagicV2 = "OHBSRV\x00\x02"
 	recordMagicV1 = "OHBSRV\x00\x01"
 	recordFixed   = 72
@@ -270,8 +284,9 @@ func writeRecord(w io.Writer, name string, e *entry) (int64, error) {
 	return writeRecordIn(w, -1, name, e)
 }
 
-// writeRecordIn writes e's record under name in database db, as version 3
-// with its expiry (data files); db < 0 writes version 2.
+// writeRecordIn writes e's record under name in database db, as version 4
+// with its expiry and its blocks aligned (data files, which a start maps);
+// db < 0 writes version 2.
 func writeRecordIn(w io.Writer, db int, name string, e *entry) (int64, error) {
 	fixed := recordFixed
 	if db < 0 {
@@ -295,15 +310,23 @@ func writeRecordIn(w io.Writer, db int, name string, e *entry) (int64, error) {
 	le.PutUint64(head[56:], e.seq)
 	head = append(head, name...)
 	head = le.AppendUint64(head, xxh3.Hash(head))
+	if db >= 0 {
+		head = append(head, zeros[:pad(uint64(len(head)))]...)
+	}
 	n, err := w.Write(head)
 	if err != nil {
 		return int64(n), err
+	}
+	if db >= 0 && e.kind == kindScalable {
+		p := &stagePadder{w: w, off: uint64(len(head)), layout: newStageLayout()}
+		_, err := e.writeFilter(p)
+		return int64(p.off), err
 	}
 	m, err := e.writeFilter(w)
 	return int64(n) + m, err
 }
 
-// recordTo writes e's record (version 3 in database db, version 2 if db <
+// recordTo writes e's record (version 4 in database db, version 2 if db <
 // 0), taking e.mu for a CF or RedisBloom key.
 func recordTo(w io.Writer, db int, name string, e *entry) (int64, error) {
 	if e.ordered() {
@@ -352,9 +375,11 @@ func readRecordDB(r io.Reader) (string, uint32, *entry, error) {
 	if string(head[:6]) != recordMagic[:6] {
 		return "", 0, nil, errNotRecord
 	}
-	fixed := recordFixedV1
+	fixed, aligned := recordFixedV1, false
 	switch string(head[:8]) {
 	case recordMagic:
+		fixed, aligned = recordFixed, true
+	case recordMagicV3:
 		fixed = recordFixed
 	case recordMagicV2:
 		fixed = recordFixedV2
@@ -388,7 +413,20 @@ func readRecordDB(r io.Reader) (string, uint32, *entry, error) {
 	if got, rec := sum.Sum64(), le.Uint64(rest[nameLen:]); got != rec {
 		return "", 0, nil, fmt.Errorf("%w: header hashes to %#x, recorded %#x", errCorrupt, got, rec)
 	}
+	start := uint64(fixed) + uint64(nameLen) + 8 // where the filter starts
+	if aligned {
+		n := pad(start)
+		var z [64]byte
+		if _, err := io.ReadFull(r, z[:n]); err != nil {
+			return "", 0, nil, fmt.Errorf("%w: truncated header", errCorrupt)
+		}
+		start += n
+		if z != ([64]byte{}) {
+			return "", 0, nil, fmt.Errorf("%w: the padding after the header is not zero", errCorrupt)
+		}
+	}
 	e := &entry{kind: kind(head[8]), capacity: le.Uint64(head[32:]), errorRate: math.Float64frombits(le.Uint64(head[40:]))}
+	e.oldRecord.Store(!aligned)
 	e.items.Store(le.Uint64(head[16:]))
 	e.deletes.Store(le.Uint64(head[24:]))
 	if fixed >= recordFixedV2 {
@@ -399,7 +437,11 @@ func readRecordDB(r io.Reader) (string, uint32, *entry, error) {
 	switch e.kind {
 	case kindScalable:
 		e.scalable = new(ohbloom.AtomicScalableFilter)
-		_, err = e.scalable.ReadFrom(r)
+		if aligned {
+			_, err = e.scalable.ReadFrom(&stageUnpadder{r: r, off: start, layout: newStageLayout()})
+		} else {
+			_, err = e.scalable.ReadFrom(r)
+		}
 	case kindFixed:
 		e.fixed = new(ohbloom.AtomicFilter)
 		_, err = e.fixed.ReadFrom(r)
@@ -523,6 +565,9 @@ type store struct {
 	lastSave    atomic.Int64
 	oldSegments bool   // log segments on disk that a save must remove (the log is off)
 	persist     Config // the settings load and the limits read
+
+	mappedFiles int         // data files the start served mapped (restore.go)
+	mapped      mappedCount // those still served so (mapped.go)
 
 	uploads uploads
 	dumps   dumps

@@ -11,8 +11,11 @@
 // about -key-bytes each, reserved with BF.RESERVE at 1%, each given one
 // known item ("empty"), or filled to its capacity with distinct items
 // ("filled": BF.MADD of 1000 items, 32 in flight, on two connections);
-// then SAVE, the running server's RSS, and kill -9. Then, rounds times,
-// each server in turn starts on that directory with its defaults (the
+// then SAVE, the running server's RSS, and kill -9. Each other server
+// gets a copy of the directory, starts on it once and saves it (a newer
+// build rewrites the records of an older one in its own version, which
+// the older could not read): list the oldest build first. Then, rounds
+// times, each server in turn starts on its directory with its defaults (the
 // log on), its files in the page cache as after a crash (with -cold they
 // are evicted first with posix_fadvise DONTNEED), and the driver polls
 // from the moment the process starts: it connects every millisecond until
@@ -110,6 +113,9 @@ func run(serve, sizes, fills string, rounds int, keyBytes float64, port int, wor
 				rssBefore, _ = strconv.ParseUint(strings.TrimSpace(string(b)), 10, 64)
 			} else {
 				os.RemoveAll(dir)
+				if err := os.MkdirAll(dir, 0o755); err != nil {
+					return err
+				}
 				if rssBefore, err = prepare(servers[0].bin, dir, addr, keys, gb*1e9/float64(keys), fill == "filled"); err != nil {
 					return fmt.Errorf("%s GB %s: %w", size, fill, err)
 				}
@@ -117,15 +123,29 @@ func run(serve, sizes, fills string, rounds int, keyBytes float64, port int, wor
 					return err
 				}
 			}
+			// Each other server restarts on a copy of its own, which it
+			// has saved once: a newer build writes its own record version,
+			// which an older one could not read.
+			dirs := []string{dir}
+			for _, s := range servers[1:] {
+				d := dir + "-" + s.name
+				dirs = append(dirs, d)
+				if _, err := os.Stat(d); err == nil && keep {
+					continue
+				}
+				if err := convert(s.bin, dir, d, addr); err != nil {
+					return fmt.Errorf("%s, %s GB %s: %w", s.name, size, fill, err)
+				}
+			}
 			byServer := make([][]result, len(servers))
 			for range rounds {
 				for i, s := range servers {
 					if cold {
-						if err := evict(dir); err != nil {
+						if err := evict(dirs[i]); err != nil {
 							return err
 						}
 					}
-					r, err := restart(s.bin, dir, addr, keys)
+					r, err := restart(s.bin, dirs[i], addr, keys)
 					if err != nil {
 						return fmt.Errorf("%s, %s GB %s: %w", s.name, size, fill, err)
 					}
@@ -146,7 +166,9 @@ func run(serve, sizes, fills string, rounds int, keyBytes float64, port int, wor
 					s.name, size, fill, keys, mb(fb), mb(float64(rssBefore)), ready, cpu, mb(rss), rss/fb, mb(peak), peak/fb)
 			}
 			if !keep {
-				os.RemoveAll(dir)
+				for _, d := range dirs {
+					os.RemoveAll(d)
+				}
 				os.Remove(marker)
 			}
 		}
@@ -282,6 +304,41 @@ func prepare(bin, dir, addr string, keys int, bytesPerKey float64, filled bool) 
 		return 0, err
 	}
 	return st["VmRSS"], nil
+}
+
+// convert copies the data directory from to a new directory to, starts
+// bin on it, and saves: bin rewrites what it reads from an older record
+// version in its own.
+func convert(bin, from, to, addr string) error {
+	os.RemoveAll(to)
+	if err := os.MkdirAll(to, 0o755); err != nil {
+		return err
+	}
+	ents, err := os.ReadDir(from)
+	if err != nil {
+		return err
+	}
+	for _, e := range ents {
+		b, err := os.ReadFile(filepath.Join(from, e.Name()))
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(filepath.Join(to, e.Name()), b, 0o644); err != nil {
+			return err
+		}
+	}
+	cmd, _, done, err := start(bin, to, addr, "--appendonly", "no")
+	if err != nil {
+		return err
+	}
+	defer kill(cmd, done)
+	c, err := dial(addr, done)
+	if err != nil {
+		return err
+	}
+	defer c.c.Close()
+	_, err = c.do("SAVE")
+	return err
 }
 
 // restart starts bin on dir and measures it until its first correct
