@@ -327,13 +327,8 @@ func (t *cfTable) materialize() {
 func cfGet(words []uint64, pos uint64) uint8 { return uint8(words[pos>>3] >> (pos & 7 * 8)) }
 
 func (t *cfTable) set(s *cfSub, pos uint64, v uint8) {
-	i, sh := pos>>3, pos&7*8
-	w := s.words[i]&^(0xff<<sh) | uint64(v)<<sh
-	if t.shared != nil {
-		atomic.StoreUint64(&s.words[i], w)
-	} else {
-		s.words[i] = w
-	}
+	w, sh := &s.words[pos>>3], pos&7*8
+	t.store(w, *w&^(0xff<<sh)|uint64(v)<<sh)
 }
 
 // cfEqualBytes has bit 7 of each byte of w set that equals the byte
@@ -501,20 +496,72 @@ func (t *cfTable) findAvailable(s *cfSub, h1, h2 uint64) (uint64, bool) {
 // insert is CuckooFilter_Insert (CF.ADD): it stores the item's fingerprint
 // whether or not it is there already.
 func (t *cfTable) insert(h1 uint64) error {
-	t.materialize()
+	if t.lazy {
+		t.materialize()
+	}
 	h2, fp := cfKey(h1)
-	return t.insertFP(h1, h2, fp)
+	return t.insertKey(h1, h2, fp)
 }
 
 // insertUnique is CuckooFilter_InsertUnique (CF.ADDNX): false, and nothing
 // stored, when any sub-filter holds the fingerprint.
 func (t *cfTable) insertUnique(h1 uint64) (bool, error) {
-	t.materialize()
+	if t.lazy {
+		t.materialize()
+	}
 	h2, fp := cfKey(h1)
 	if cfTestSubs(t.subs, t.bucketSize, h1, h2, fp) {
 		return false, nil
 	}
-	return true, t.insertFP(h1, h2, fp)
+	return true, t.insertKey(h1, h2, fp)
+}
+
+// insertKey is insertFP with its common case first: a free slot in the
+// newest sub-filter, whose buckets lie within a word. That case is one
+// short call with one load of the bucket's word (two if h1's bucket is
+// full) and one store, so that the out-of-order core holds several adds'
+// cache misses at once; anything else goes to insertFP, which looks at
+// the newest sub-filter again (it is unchanged) and goes on as
+// RedisBloom does.
+func (t *cfTable) insertKey(h1, h2 uint64, fp uint8) error {
+	if cfWordBuckets(t.bucketSize) && t.addFreeWord(&t.subs[len(t.subs)-1], h1, h2, fp) {
+		t.numItems++
+		return nil
+	}
+	return t.insertFP(h1, h2, fp)
+}
+
+// addFreeWord stores fp in the first empty slot of h1's bucket in s, else
+// of h2's (Filter_FindAvailable and the store), for a bucket size of 1,
+// 2, 4 or 8. It reports false, storing nothing, when both are full.
+func (t *cfTable) addFreeWord(s *cfSub, h1, h2 uint64, fp uint8) bool {
+	bs := t.bucketSize
+	slots := cfOnes << 7 >> (64 - bs*8) // bit 7 of the bucket's bytes
+	l := cfLoc(h1, s.mask, bs)
+	w := &s.words[l>>3]
+	sh := l & 7 * 8
+	m := cfEqualBytes(*w>>sh, 0) & slots
+	if m == 0 {
+		l = cfLoc(h2, s.mask, bs)
+		w = &s.words[l>>3]
+		sh = l & 7 * 8
+		if m = cfEqualBytes(*w>>sh, 0) & slots; m == 0 {
+			return false
+		}
+	}
+	// The slot is empty: or-ing fp in sets it. Bit 7 of byte j is bit
+	// 8j+7 of m.
+	t.store(w, *w|uint64(fp)<<(sh+uint64(bits.TrailingZeros64(m))&^7))
+	return true
+}
+
+// store writes a word of a sub-filter, atomically when readers share it.
+func (t *cfTable) store(w *uint64, v uint64) {
+	if t.shared != nil {
+		atomic.StoreUint64(w, v)
+	} else {
+		*w = v
+	}
 }
 
 // insertFP is CuckooFilter_InsertFP: the first free slot of the newest

@@ -30,6 +30,30 @@ const (
 func murmur64A(data []byte, seed uint64) uint64 {
 	const m, r = 0xc6a4a7935bd1e995, 47
 	h := seed ^ uint64(len(data))*m
+	// Four blocks a step, with one bounds check and one reslice for the
+	// four: a cuckoo filter's add or test is short enough that the hash's
+	// instructions decide how many of them the core overlaps.
+	for len(data) >= 32 {
+		b := data[:32:32]
+		k0 := binary.LittleEndian.Uint64(b[0:8])
+		k1 := binary.LittleEndian.Uint64(b[8:16])
+		k2 := binary.LittleEndian.Uint64(b[16:24])
+		k3 := binary.LittleEndian.Uint64(b[24:32])
+		k0 *= m
+		k0 ^= k0 >> r
+		k0 *= m
+		k1 *= m
+		k1 ^= k1 >> r
+		k1 *= m
+		k2 *= m
+		k2 ^= k2 >> r
+		k2 *= m
+		k3 *= m
+		k3 ^= k3 >> r
+		k3 *= m
+		h = ((((h^k0)*m^k1)*m^k2)*m ^ k3) * m
+		data = data[32:]
+	}
 	for len(data) >= 8 {
 		k := binary.LittleEndian.Uint64(data)
 		k *= m

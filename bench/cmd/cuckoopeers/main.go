@@ -4,6 +4,8 @@
 //
 //	flock /tmp/ohbloom-bench.lock go run ./bench/cmd/cuckoopeers -n 1e6,1e8
 //
+// -cpuprofile writes a CPU profile of the whole run (go tool pprof).
+//
 // Every configuration is filled with the same n random 32-byte keys,
 // -fills times, all at once a chunk of 2^16 keys at a time, each
 // configuration in turn (ns/add is the median over the fills of the fill's
@@ -23,6 +25,7 @@ import (
 	"log"
 	"os"
 	"runtime"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -37,7 +40,18 @@ func main() {
 	rounds := flag.Int("rounds", 15, "rounds of lookups")
 	batch := flag.Int("batch", 1<<18, "lookups per library per round")
 	only := flag.String("peers", "", "comma-separated configurations to run (default all)")
+	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
 	flag.Parse()
+	if *cpuprofile != "" {
+		f, err := os.Create(*cpuprofile)
+		if err != nil {
+			log.Fatal(err)
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			log.Fatal(err)
+		}
+		defer pprof.StopCPUProfile()
+	}
 	peers := bench.CuckooPeers
 	if *only != "" {
 		peers = nil
