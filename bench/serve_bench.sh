@@ -27,35 +27,27 @@
 # docs/data/server-cf.csv.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. bench/lib.sh
 rounds=${1:-3}
 requests=${2:-1000000}
-work=$(mktemp -d /tmp/ohbloom-serve-bench.XXXXXX)
+bench_work serve-bench
 base_port=${OHBLOOM_BENCH_PORT:-46400}
-REDIS_PORT=$base_port
+redis_port=$base_port
 hz=$(getconf CLK_TCK)
 load=$(awk '{print $1}' /proc/loadavg)
-pids=()
-cleanup() {
-  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-  redis-cli -p "$REDIS_PORT" shutdown nosave >/dev/null 2>&1 || true
-  rm -rf "$work"
-}
-trap cleanup EXIT
 
 family=${OHBLOOM_BENCH_FAMILY:-bf}
-servers=${OHBLOOM_SERVERS:-}
 csv=${OHBLOOM_CSV:-}
-if [ -z "$servers" ]; then
-  (cd tools && go build -o "$work/ohbloom" ./cmd/ohbloom)
-  servers="ohbloom=$work/ohbloom"
+if [ -z "${OHBLOOM_SERVERS:-}" ]; then
   if [ "$family" = cf ]; then csv=${csv:-docs/data/server-cf.csv}; else csv=${csv:-docs/data/server.csv}; fi
 fi
+servers=$(bench_servers)
 
-redis-server --port "$REDIS_PORT" --bind 127.0.0.1 --save "" --appendonly no --daemonize yes \
+redis-server --port "$redis_port" --bind 127.0.0.1 --save "" --appendonly no --daemonize yes \
   --dir "$work" --logfile "$work/redis.log" --pidfile "$work/redis.pid"
 names=(redis)
-ports=("$REDIS_PORT")
-port=$REDIS_PORT
+ports=("$redis_port")
+port=$redis_port
 for s in $servers; do
   name=${s%%=*}
   bin=${s#*=}
@@ -65,9 +57,7 @@ for s in $servers; do
   names+=("$name")
   ports+=("$port")
 done
-for port in "${ports[@]}"; do
-  for _ in $(seq 100); do redis-cli -p "$port" ping >/dev/null 2>&1 && break; sleep 0.1; done
-done
+for port in "${ports[@]}"; do wait_ping "$port"; done
 redis_pid=$(cat "$work/redis.pid")
 spids=("$redis_pid" "${pids[@]}")
 for i in "${!names[@]}"; do
@@ -79,8 +69,6 @@ for i in "${!names[@]}"; do
   fi
 done
 
-# cpu_ticks PID: utime+stime of the whole process, in clock ticks.
-cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 # peak_kb PID: VmHWM; reset_peak PID starts it again from the current RSS.
 peak_kb() { awk '/VmHWM/ {print $2}' "/proc/$1/status"; }
 reset_peak() { echo 5 >"/proc/$1/clear_refs" 2>/dev/null || true; }
@@ -106,12 +94,10 @@ for round in $(seq "$rounds"); do
       cmd=$bcmd
       [ "$i" = 0 ] && cmd=$rcmd
       reset_peak "${spids[$i]}"
-      before=$(cpu_ticks "${spids[$i]}")
       # shellcheck disable=SC2086
-      line=$(redis-benchmark -p "${ports[$i]}" -c 50 -P "$pipe" -n "$n" -r 1000000 --csv $cmd | tail -n 1 | tr -d '"')
-      after=$(cpu_ticks "${spids[$i]}")
+      run=$(cpu_run "${spids[$i]}" -p "${ports[$i]}" -P "$pipe" -n "$n" $cmd)
       # round|name|case|pipe|n|ticks|peak kB|command|test,rps,avg,min,p50,p95,p99,max
-      echo "$round|${names[$i]}|$label|$pipe|$n|$((after - before))|$(peak_kb "${spids[$i]}")|${cmd%% *}|$line" >>"$work/results"
+      echo "$round|${names[$i]}|$label|$pipe|$n|${run%%|*}|$(peak_kb "${spids[$i]}")|${cmd%% *}|${run#*|}" >>"$work/results"
     done
   done
   # Alternate which server goes first in each case.
@@ -126,7 +112,7 @@ echo "requests pipelined, $((requests / 5)) not; 1-minute load average $load at 
 echo
 echo "| case | server | command | pipeline | requests/s | p50 ms | p99 ms | CPU µs/command | ratio to redis | peak RSS MB |"
 echo "|---|---|---|---:|---:|---:|---:|---:|---:|---:|"
-awk -F'|' -v hz="$hz" '
+awk -F'|' -v hz="$hz" "$awk_median"'
   { split($9, f, ",")
     key = $3 "|" $2 "|" $8 "|" $4
     cpu = $6 / hz * 1e6 / $5
@@ -135,11 +121,6 @@ awk -F'|' -v hz="$hz" '
     cpuOf[$1 "|" $3 "|" $2 "|" $4] = cpu
     if (!(key in seen)) { seen[key] = 1; keys[++nk] = key }
     rounds[$1] = 1
-  }
-  function median(list,   a, n, i, j, t) {
-    n = split(list, a, " ")
-    for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (a[j] + 0 < a[i] + 0) { t = a[i]; a[i] = a[j]; a[j] = t }
-    return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
   }
   END {
     for (k = 1; k <= nk; k++) {

@@ -15,23 +15,13 @@
 # this tree's, built here). Port: OHBLOOM_BENCH_PORT (default 47150).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. bench/lib.sh
 rounds=${1:-3}
 requests=${2:-1000000}
 port=${OHBLOOM_BENCH_PORT:-47150}
-work=$(mktemp -d /tmp/ohbloom-log-bench.XXXXXX)
-cleanup() {
-  kill "${pid:-}" 2>/dev/null || true
-  rm -rf "$work"
-}
-trap cleanup EXIT
-servers=${OHBLOOM_SERVERS:-}
-if [ -z "$servers" ]; then
-  (cd tools && go build -o "$work/ohbloom" ./cmd/ohbloom)
-  servers="ohbloom=$work/ohbloom"
-fi
+bench_work log-bench
+servers=$(bench_servers)
 tck=$(getconf CLK_TCK)
-
-cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 
 # name|flags
 modes=(
@@ -52,22 +42,19 @@ for round in $(seq "$rounds"); do
         rm -rf "$work/data" && mkdir "$work/data"
         # shellcheck disable=SC2086
         "$bin" serve --addr "127.0.0.1:$port" --dir "$work/data" --save-interval -1s $flags 2>"$work/serve.log" &
-        pid=$!
-        for _ in $(seq 50); do redis-cli -p "$port" ping >/dev/null 2>&1 && break; sleep 0.1; done
+        serve_pid=$!
+        wait_ping "$port"
         redis-cli -p "$port" BF.RESERVE bench 0.01 1000000 >/dev/null
-        before=$(cpu_ticks "$pid")
-        line=$(redis-benchmark -p "$port" -c 50 -P "$pipe" -n "$n" -r 1000000 --csv BF.ADD bench __rand_int__ |
-          tail -n 1 | tr -d '"')
-        after=$(cpu_ticks "$pid")
+        run=$(cpu_run "$serve_pid" -p "$port" -P "$pipe" -n "$n" BF.ADD bench __rand_int__)
         sleep 1.2 # everysec writes within a second
         log_bytes=0
         for f in "$work"/data/appendonly-*.ohbl; do
           [ -f "$f" ] && log_bytes=$((log_bytes + $(stat -c %s "$f")))
         done
-        kill "$pid"; wait "$pid" 2>/dev/null || true
+        kill "$serve_pid"; wait "$serve_pid" 2>/dev/null || true
         # test,rps,avg,min,p50,p95,p99,max
-        awk -F, -v s="$sname" -v name="$name" -v pipe="$pipe" -v t=$((after - before)) -v tck="$tck" -v n="$n" -v lb="${log_bytes:-0}" \
-          '{ printf "%s|%s|%s|%.0f|%.3f|%.1f|%s|%s\n", s, name, pipe, $2, t / tck / n * 1e6, lb / n, $5, $7 }' <<<"$line" >>"$work/results"
+        awk -F, -v s="$sname" -v name="$name" -v pipe="$pipe" -v t="${run%%|*}" -v tck="$tck" -v n="$n" -v lb="${log_bytes:-0}" \
+          '{ printf "%s|%s|%s|%.0f|%.3f|%.1f|%s|%s\n", s, name, pipe, $2, t / tck / n * 1e6, lb / n, $5, $7 }' <<<"${run#*|}" >>"$work/results"
       done
     done
   done

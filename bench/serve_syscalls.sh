@@ -13,20 +13,11 @@
 # OHBLOOM_SERVERS="name=/path/to/ohbloom ..." as in serve_bench.sh.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. bench/lib.sh
 requests=${1:-200000}
-work=$(mktemp -d /tmp/ohbloom-serve-sys.XXXXXX)
+bench_work serve-sys
 base_port=${OHBLOOM_BENCH_PORT:-46450}
-pids=()
-cleanup() {
-  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-  rm -rf "$work"
-}
-trap cleanup EXIT
-servers=${OHBLOOM_SERVERS:-}
-if [ -z "$servers" ]; then
-  (cd tools && go build -o "$work/ohbloom" ./cmd/ohbloom)
-  servers="ohbloom=$work/ohbloom"
-fi
+servers=$(bench_servers)
 events=task-clock,syscalls:sys_enter_read,syscalls:sys_enter_write,syscalls:sys_enter_epoll_wait,syscalls:sys_enter_epoll_pwait,syscalls:sys_enter_futex,syscalls:sys_enter_nanosleep,raw_syscalls:sys_enter,context-switches
 
 measure() { # name pid port pipeline command...
@@ -48,7 +39,7 @@ measure() { # name pid port pipeline command...
 port=$base_port
 redis-server --port "$port" --bind 127.0.0.1 --save "" --appendonly no --daemonize yes \
   --dir "$work" --logfile "$work/redis.log" --pidfile "$work/redis.pid"
-for _ in $(seq 100); do redis-cli -p "$port" ping >/dev/null 2>&1 && break; sleep 0.1; done
+wait_ping "$port"
 redis_pid=$(cat "$work/redis.pid")
 echo "| server | command | pipeline | CPU µs | read | write | epoll_wait | futex | nanosleep | all syscalls | context switches |"
 echo "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
@@ -63,7 +54,7 @@ for s in $servers; do
   "$bin" serve --addr "127.0.0.1:$port" 2>"$work/$name.log" &
   pid=$!
   pids+=("$pid")
-  for _ in $(seq 100); do redis-cli -p "$port" ping >/dev/null 2>&1 && break; sleep 0.1; done
+  wait_ping "$port"
   redis-cli -p "$port" BF.RESERVE bench 0.01 1000000 >/dev/null
   for pipe in 1 16; do
     measure "$name" "$pid" "$port" "$pipe" BF.EXISTS bench __rand_int__

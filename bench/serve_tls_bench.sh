@@ -25,25 +25,15 @@
 # OHBLOOM_BENCH_PORT (default 46500) and up, two per server.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. bench/lib.sh
 rounds=${1:-5}
 requests=${2:-500000}
-work=$(mktemp -d /tmp/ohbloom-tls-bench.XXXXXX)
+bench_work tls-bench
 base_port=${OHBLOOM_BENCH_PORT:-46500}
+redis_port=$base_port
 hz=$(getconf CLK_TCK)
 load=$(awk '{print $1}' /proc/loadavg)
-pids=()
-cleanup() {
-  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-  redis-cli -p "$base_port" shutdown nosave >/dev/null 2>&1 || true
-  rm -rf "$work"
-}
-trap cleanup EXIT
-
-servers=${OHBLOOM_SERVERS:-}
-if [ -z "$servers" ]; then
-  (cd tools && go build -o "$work/ohbloom" ./cmd/ohbloom)
-  servers="ohbloom=$work/ohbloom"
-fi
+servers=$(bench_servers)
 
 # A CA and a server certificate for 127.0.0.1.
 (
@@ -81,16 +71,9 @@ for s in $servers; do
   names+=("$name")
   ports+=("$port")
 done
-for port in "${ports[@]}"; do
-  for _ in $(seq 100); do redis-cli -p "$port" ping >/dev/null 2>&1 && break; sleep 0.1; done
-done
+for port in "${ports[@]}"; do wait_ping "$port"; done
 for i in "${!names[@]}"; do
-  if [ "${has_tls[$i]}" = 1 ]; then
-    for _ in $(seq 100); do
-      redis-cli -p "$((ports[i] + 1))" "${tls_client[@]:0:3}" ping >/dev/null 2>&1 && break
-      sleep 0.1
-    done
-  fi
+  [ "${has_tls[$i]}" = 0 ] || wait_ping "$((ports[i] + 1))" "${tls_client[@]:0:3}"
 done
 redis_pid=$(cat "$work/redis.pid")
 spids=("$redis_pid" "${pids[@]}")
@@ -103,8 +86,6 @@ for i in "${!names[@]}"; do
   fi
 done
 echo "redis-server's set holds $(redis-cli -p "${ports[0]}" SCARD bench) items" >&2
-
-cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 
 # transport|pipeline
 cases=("tls|16" "plain|16" "tls|1" "plain|1")
@@ -124,12 +105,10 @@ for round in $(seq "$rounds"); do
       fi
       cmd="BF.EXISTS bench __rand_int__"
       [ "$i" = 0 ] && cmd="SISMEMBER bench __rand_int__"
-      before=$(cpu_ticks "${spids[$i]}")
       # shellcheck disable=SC2086
-      line=$(redis-benchmark -p "$p" "${extra[@]}" -c 50 -P "$pipe" -n "$n" -r 1000000 --csv $cmd | tail -n 1 | tr -d '"')
-      after=$(cpu_ticks "${spids[$i]}")
+      run=$(cpu_run "${spids[$i]}" -p "$p" "${extra[@]}" -P "$pipe" -n "$n" $cmd)
       # round|name|transport|pipe|n|ticks|command|test,rps,...
-      echo "$round|${names[$i]}|$transport|$pipe|$n|$((after - before))|${cmd%% *}|$line" >>"$work/results"
+      echo "$round|${names[$i]}|$transport|$pipe|$n|${run%%|*}|${cmd%% *}|${run#*|}" >>"$work/results"
     done
   done
   order=($(printf '%s\n' "${order[@]}" | tac))
@@ -144,7 +123,7 @@ echo "1-minute load average $load at the start; $(nproc) cores."
 echo
 echo "| transport | pipeline | server | command | requests/s | CPU µs/command | ratio to redis |"
 echo "|---|---:|---|---|---:|---:|---:|"
-awk -F'|' -v hz="$hz" '
+awk -F'|' -v hz="$hz" "$awk_median"'
   { split($8, f, ",")
     key = $3 "|" $4 "|" $2 "|" $7
     cpu = $6 / hz * 1e6 / $5
@@ -152,11 +131,6 @@ awk -F'|' -v hz="$hz" '
     cpuOf[$1 "|" $3 "|" $4 "|" $2] = cpu
     if (!(key in seen)) { seen[key] = 1; keys[++nk] = key }
     rounds[$1] = 1
-  }
-  function median(list,   a, n, i, j, t) {
-    n = split(list, a, " ")
-    for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (a[j] + 0 < a[i] + 0) { t = a[i]; a[i] = a[j]; a[j] = t }
-    return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
   }
   END {
     for (k = 1; k <= nk; k++) {

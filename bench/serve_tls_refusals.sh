@@ -13,17 +13,12 @@
 # OHBLOOM_BENCH_PORT (default 46600) and the next port.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. bench/lib.sh
 tries=${1:-5}
-work=$(mktemp -d /tmp/ohbloom-tls-refusals.XXXXXX)
+bench_work tls-refusals
 port=${OHBLOOM_BENCH_PORT:-46600}
 tls_port=$((port + 1))
-pid=
-cleanup() {
-  [ -z "$pid" ] || kill "$pid" 2>/dev/null || true
-  rm -rf "$work"
-}
-trap cleanup EXIT
-(cd tools && go build -o "$work/ohbloom" ./cmd/ohbloom)
+bench_build
 (
   cd "$work"
   openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 -subj /CN=bench-ca \
@@ -39,9 +34,8 @@ trap cleanup EXIT
 "$work/ohbloom" serve --addr "127.0.0.1:$port" --tls-port "$tls_port" --requirepass pw \
   --tls-cert-file "$work/server.crt" --tls-key-file "$work/server.key" --tls-ca-cert-file "$work/ca.crt" \
   2>"$work/serve.log" &
-pid=$!
-for _ in $(seq 100); do redis-cli -p "$port" -a pw --no-auth-warning ping >/dev/null 2>&1 && break; sleep 0.1; done
-cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+serve_pid=$!
+wait_ping "$port" -a pw --no-auth-warning
 ms() { echo $(($(date +%s%N) / 1000000)); }
 
 # time_it NAME COMMAND...: runs it tries times, prints NAME median max.
@@ -67,7 +61,7 @@ silent() {
   exec 3<&-
 }
 
-before=$(cpu_ticks "$pid")
+before=$(cpu_ticks "$serve_pid")
 echo "| client | median ms | slowest ms | what it printed |"
 echo "|---|---:|---:|---|"
 time_it "plaintext redis-cli on the TLS port" redis-cli -p "$tls_port" PING
@@ -77,7 +71,7 @@ time_it "redis-cli --tls on the plaintext port" redis-cli --tls --cacert "$work/
 time_it "a silent client on the TLS port" silent
 time_it "redis-cli --tls with a certificate (served)" redis-cli --tls --cacert "$work/ca.crt" \
   --cert "$work/client.crt" --key "$work/client.key" -p "$tls_port" -a pw --no-auth-warning PING
-after=$(cpu_ticks "$pid")
+after=$(cpu_ticks "$serve_pid")
 echo
 echo "After: $(redis-cli -p "$port" -a pw --no-auth-warning INFO clients | tr -d '\r' | grep connected_clients)" \
   "(this client included); server CPU over all $((5 * tries)) clients: $(((after - before) * 1000 / $(getconf CLK_TCK))) ms"

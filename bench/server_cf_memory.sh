@@ -13,15 +13,10 @@
 # under the shared lock: flock /tmp/ohbloom-bench.lock bench/server_cf_memory.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. bench/lib.sh
 port=${1:-47420}
-work=$(mktemp -d /tmp/ohbloom-cf-memory.XXXXXX)
-cleanup() {
-  kill "${serve_pid:-}" 2>/dev/null || true
-  rm -rf "$work"
-}
-trap cleanup EXIT
-(cd tools && go build -o "$work/ohbloom" ./cmd/ohbloom)
-rss_kb() { awk '/VmRSS/ {print $2}' "/proc/$1/status"; }
+bench_work cf-memory
+bench_build
 
 echo "| reserve | items | CF.INFO Size | bits an item | sub-filters | RSS growth | measured FPR (10^6 absent) |"
 echo "|---|---:|---:|---:|---:|---:|---:|"
@@ -29,7 +24,7 @@ for row in "1000000|1000000" "1000000|2000000" "-|20000" "1000000 BUCKETSIZE 4|1
   IFS='|' read -r reserve n <<<"$row"
   "$work/ohbloom" serve --addr "127.0.0.1:$port" --appendonly no 2>"$work/serve.log" &
   serve_pid=$!
-  for _ in $(seq 100); do redis-cli -p "$port" ping >/dev/null 2>&1 && break; sleep 0.1; done
+  wait_ping "$port"
   before=$(rss_kb "$serve_pid")
   # shellcheck disable=SC2086
   [ "$reserve" = - ] || redis-cli -p "$port" CF.RESERVE k $reserve >/dev/null

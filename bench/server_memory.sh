@@ -24,14 +24,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 out=${1:-docs/data/server-memory.csv}
 port=${2:-47410}
-work=$(mktemp -d /tmp/ohbloom-server-memory.XXXXXX)
-cleanup() {
-  kill "${serve_pid:-}" 2>/dev/null || true
-  rm -rf "$work"
-}
-trap cleanup EXIT
-
-go build -o "$work/ohbloom" ./tools/cmd/ohbloom
+. bench/lib.sh
+bench_work server-memory
+bench_build
 
 cat >"$work/head.csv" <<'EOF'
 # bytes: BF.INFO SIZE after the adds; rss_growth_bytes: the server's VmRSS after the
@@ -52,7 +47,7 @@ cp "$work/head.csv" "$work/out.csv"
 while read -r capacity rate items probes rb; do
   "$work/ohbloom" serve --addr "127.0.0.1:$port" 2>"$work/serve.log" &
   serve_pid=$!
-  for _ in $(seq 100); do redis-cli -p "$port" ping >/dev/null 2>&1 && break; sleep 0.1; done
+  wait_ping "$port"
   # Debian's python3, where python3-redis installs, whatever else is first on PATH.
   /usr/bin/python3 - "$port" "$serve_pid" "$capacity" "$rate" "$items" "$probes" "$rb" >>"$work/out.csv" <<'EOF'
 import sys

@@ -16,18 +16,14 @@
 # shared lock. Needs redis-cli and redis-benchmark (Debian: redis-tools).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. bench/lib.sh
 filters=${1:-4}
 port=${2:-16490}
-work=$(mktemp -d /tmp/ohbloom-used-memory.XXXXXX)
-cleanup() {
-  kill "${serve_pid:-}" 2>/dev/null || true
-  rm -rf "$work"
-}
-trap cleanup EXIT
-(cd tools && go build -o "$work/ohbloom" ./cmd/ohbloom)
+bench_work used-memory
+bench_build
 "$work/ohbloom" serve --addr "127.0.0.1:$port" 2>"$work/serve.log" &
 serve_pid=$!
-for _ in $(seq 100); do redis-cli -p "$port" ping >/dev/null 2>&1 && break; sleep 0.1; done
+wait_ping "$port"
 for i in $(seq "$filters"); do
   redis-cli -p "$port" BF.RESERVE "f$i" 0.0001 100000000 NONSCALING >/dev/null
   redis-benchmark -p "$port" -c 8 -P 64 -n 4000000 -r 1000000000 -q BF.ADD "f$i" __rand_int__ >/dev/null

@@ -1,113 +1,53 @@
 package redisbloom
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"reflect"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/ohbloom/ohbloom/internal/redisbloomtest"
 )
 
-// cfGoldenDirs hold cuckoo filters the real RedisBloom module made, each a
-// script of commands with every reply and the state after it (README.md in
-// its parent). shared/ lives beside the project's clone on every
-// developer's machine and in CI; the second place is for a git worktree
-// kept in a folder beside the clone.
-var cfGoldenDirs = []string{"../../shared/testdata/redisbloom/cf", "../../../shared/testdata/redisbloom/cf"}
+// cfGoldenRun is a script of a golden file, RedisBloom's replies to it
+// and the state after.
+type cfGoldenRun = redisbloomtest.CuckooRun
 
+// cfGolden is a file of cuckoo filters the real RedisBloom module made
+// (redisbloomtest.Cuckoo), its first run embedded as cfGoldenRun.
 type cfGolden struct {
-	Name    string   `json:"name"`
-	Reserve []string `json:"reserve"`
+	Name    string
+	Reserve []string
 	cfGoldenRun
-	AfterMore cfGoldenRun `json:"after_more"`
+	AfterMore cfGoldenRun
 }
 
-// cfGoldenRun is a script, RedisBloom's replies to it and the state after.
-type cfGoldenRun struct {
-	Script []struct {
-		Command string `json:"command"`
-		Items   string `json:"items"`
-		Repeat  int    `json:"repeat"`
-	} `json:"script"`
-	Replies []any `json:"replies"`
-	Chunks  []struct {
-		Iterator int64  `json:"iterator"`
-		Data     []byte `json:"data"`
-	} `json:"chunks"`
-	Info        map[string]uint64 `json:"info"`
-	Positives   []int             `json:"absent_probes_positive"`
-	Counts      []uint64          `json:"counts_first_300_items"`
-	DumpPayload []byte            `json:"dump_payload"`
-}
-
-// cfGoldenPaths returns the files of the first of cfGoldenDirs that has
-// any.
-func cfGoldenPaths() []string {
-	for _, dir := range cfGoldenDirs {
-		if paths, _ := filepath.Glob(filepath.Join(dir, "*.json")); len(paths) > 0 {
-			return paths
-		}
-	}
-	return nil
-}
+// cfGoldenPaths returns the golden files, or nil where there are none.
+func cfGoldenPaths() []string { return redisbloomtest.CuckooPaths("..") }
 
 func loadCFGolden(t testing.TB) []*cfGolden {
 	t.Helper()
-	paths := cfGoldenPaths()
-	if len(paths) == 0 {
-		t.Fatalf("no RedisBloom cuckoo filter files in %q", cfGoldenDirs)
-	}
 	var out []*cfGolden
-	for _, p := range paths {
-		b, err := os.ReadFile(p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		g := new(cfGolden)
-		if err := json.Unmarshal(b, g); err != nil {
-			t.Fatalf("%s: %v", p, err)
-		}
-		out = append(out, g)
+	for _, g := range redisbloomtest.LoadCuckoo(t, "..") {
+		out = append(out, &cfGolden{g.Name, g.Reserve, g.CuckooRun, g.AfterMore})
 	}
 	return out
 }
-
-var cfItemsRE = regexp.MustCompile(`^'([^']*)' \+ decimal i for i < (\d+)`)
 
 // items expands a script step's description of its items.
 func (g *cfGolden) items(t testing.TB, desc string) [][]byte {
 	t.Helper()
-	m := cfItemsRE.FindStringSubmatch(desc)
-	if m == nil {
-		t.Fatalf("%s: items %q: not a form this test knows", g.Name, desc)
-	}
-	n, _ := strconv.Atoi(m[2])
-	prefix := strings.ReplaceAll(m[1], "<name>", g.Name)
-	out := make([][]byte, n)
-	for i := range out {
-		out[i] = []byte(prefix + strconv.Itoa(i))
-	}
-	return out
+	return redisbloomtest.CuckooItems(t, g.Name, desc)
 }
 
-// seed is what the file's item names start with: probes are
-// '<seed>:<name>:absent:' + i, counted items '<seed>:<name>:item:' + i.
-func (g *cfGolden) seed(t testing.TB) string {
-	m := cfItemsRE.FindStringSubmatch(g.Script[0].Items)
-	if m == nil {
-		t.Fatalf("%s: first items %q: not a form this test knows", g.Name, g.Script[0].Items)
-	}
-	seed, _, ok := strings.Cut(m[1], ":<name>:")
-	if !ok {
-		t.Fatalf("%s: first items %q do not name the file", g.Name, g.Script[0].Items)
-	}
-	return seed
+// prefix is what the file's item names start with: probes are prefix +
+// "absent:" + i, counted items prefix + "item:" + i.
+func (g *cfGolden) prefix(t testing.TB) string {
+	t.Helper()
+	return redisbloomtest.CuckooPrefix(t, g.Name, g.Script[0].Items)
 }
 
 func (g *cfGolden) config(t testing.TB) CuckooConfig {
@@ -247,23 +187,10 @@ func cfRun(t testing.TB, g *cfGolden, f *cfUnderTest, newFilter func() cfUnderTe
 	return replies
 }
 
-// cfNormalize makes JSON's replies (float64 and string) comparable with
-// cfRun's (int and string).
-func cfNormalize(replies []any) []any {
-	out := make([]any, len(replies))
-	for i, r := range replies {
-		if x, ok := r.(float64); ok {
-			r = int(x)
-		}
-		out[i] = r
-	}
-	return out
-}
-
 // checkCFState compares a filter with the state RedisBloom recorded.
 func checkCFState(t *testing.T, g *cfGolden, f cfUnderTest, want *cfGoldenRun) {
 	t.Helper()
-	seed := g.seed(t)
+	prefix := g.prefix(t)
 	var got []struct {
 		it   int64
 		data []byte
@@ -308,7 +235,7 @@ func checkCFState(t *testing.T, g *cfGolden, f cfUnderTest, want *cfGoldenRun) {
 
 	var positives []int
 	for i := range 20000 {
-		if f.TestHash(CuckooHash([]byte(fmt.Sprintf("%s:%s:absent:%d", seed, g.Name, i)))) {
+		if f.TestHash(CuckooHash([]byte(prefix + "absent:" + strconv.Itoa(i)))) {
 			positives = append(positives, i)
 		}
 	}
@@ -317,7 +244,7 @@ func checkCFState(t *testing.T, g *cfGolden, f cfUnderTest, want *cfGoldenRun) {
 	}
 	counts := make([]uint64, len(want.Counts))
 	for i := range counts {
-		counts[i] = f.CountHash(CuckooHash([]byte(fmt.Sprintf("%s:%s:item:%d", seed, g.Name, i))))
+		counts[i] = f.CountHash(CuckooHash([]byte(prefix + "item:" + strconv.Itoa(i))))
 	}
 	if !slices.Equal(counts, want.Counts) {
 		i := 0
@@ -470,12 +397,12 @@ func TestCuckooGolden(t *testing.T) {
 						f = fresh[kind]()
 					}
 					replies := cfRun(t, g, &f, fresh[kind], &g.cfGoldenRun)
-					if want := cfNormalize(g.Replies); !reflect.DeepEqual(replies, want) {
+					if want := g.Replies; !reflect.DeepEqual(replies, want) {
 						t.Fatalf("replies differ from RedisBloom's at %s", cfFirstDiffAny(replies, want))
 					}
 					checkCFState(t, g, f, &g.cfGoldenRun)
 					replies = cfRun(t, g, &f, nil, &g.AfterMore)
-					if want := cfNormalize(g.AfterMore.Replies); !reflect.DeepEqual(replies, want) {
+					if want := g.AfterMore.Replies; !reflect.DeepEqual(replies, want) {
 						t.Fatalf("after more: replies differ from RedisBloom's at %s", cfFirstDiffAny(replies, want))
 					}
 					checkCFState(t, g, f, &g.AfterMore)
@@ -523,7 +450,7 @@ func TestCuckooGolden(t *testing.T) {
 					f := loaders[how](t)
 					checkCFState(t, g, f, &g.cfGoldenRun)
 					replies := cfRun(t, g, &f, nil, &g.AfterMore)
-					if want := cfNormalize(g.AfterMore.Replies); !reflect.DeepEqual(replies, want) {
+					if want := g.AfterMore.Replies; !reflect.DeepEqual(replies, want) {
 						t.Fatalf("after more: replies differ from RedisBloom's at %s", cfFirstDiffAny(replies, want))
 					}
 					checkCFState(t, g, f, &g.AfterMore)

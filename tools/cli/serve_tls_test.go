@@ -197,12 +197,7 @@ func TestServeTLSWithRedisCLI(t *testing.T) {
 	}
 	ca := newTestCA(t)
 	certFile, keyFile := ca.issue(t, "server", false)
-	free, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, port, _ := net.SplitHostPort(free.Addr().String())
-	free.Close()
+	port := freePort(t)
 	cmd := exec.Command(binary, "serve", "--addr", "", "--tls-port", port, "--tls-cert-file", certFile, "--tls-key-file", keyFile,
 		"--tls-auth-clients", "no")
 	stderr, _ := cmd.StderrPipe()
@@ -218,6 +213,18 @@ func TestServeTLSWithRedisCLI(t *testing.T) {
 	if err != nil || strings.TrimSpace(string(out)) != "PONG" {
 		t.Fatalf("redis-cli --tls PING: %q %v", out, err)
 	}
+}
+
+// freePort is a loopback port that was free a moment ago.
+func freePort(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	_, port, _ := net.SplitHostPort(ln.Addr().String())
+	return port
 }
 
 func TestServeTLSUsage(t *testing.T) {
@@ -250,12 +257,7 @@ func TestServeTLSUsage(t *testing.T) {
 func TestServeConfigFileTLS(t *testing.T) {
 	ca := newTestCA(t)
 	certFile, keyFile := ca.issue(t, "server", false)
-	free, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, port, _ := net.SplitHostPort(free.Addr().String())
-	free.Close()
+	port := freePort(t)
 	dir := t.TempDir()
 	sock := filepath.Join(dir, "ohbloom.sock")
 	conf := filepath.Join(dir, "ohbloom.conf")

@@ -153,6 +153,9 @@ func redisCLIPath() string {
 	return p
 }
 
+// redisPyPath is a python3 with redis-py, or "": Debian's first, as
+// Debian's python3-redis serves it and it may not be first on the PATH
+// (pyenv).
 func redisPyPath() string {
 	for _, p := range []string{"/usr/bin/python3", "python3"} {
 		if path, err := exec.LookPath(p); err == nil && exec.Command(path, "-c", "import redis").Run() == nil {

@@ -537,18 +537,24 @@ func (l *appendLog) appendRBAdds(db int, key []byte, seq uint64, pairs [][2]uint
 	return pos
 }
 
-// appendRBChunk logs a BF.LOADCHUNK data chunk of a RedisBloom key as
-// records of at most rbChunkPiece bytes, numbered from seq, and returns
-// the position after the last and how many it wrote. A piece at bytes
-// [p, p+n) of the chain is the chunk of iterator p + n + 1.
+// appendRBChunk logs a BF.LOADCHUNK data chunk of a RedisBloom key
+// (appendChunk).
 func (l *appendLog) appendRBChunk(db int, key []byte, seq uint64, iter int64, data []byte) (uint64, uint64) {
+	return l.appendChunk(recRBChunk, db, key, seq, iter, data)
+}
+
+// appendChunk logs a LOADCHUNK data chunk as records of kind of at most
+// rbChunkPiece bytes, numbered from seq, and returns the position after
+// the last and how many it wrote. A piece at bytes [p, p+n) of the
+// filter's dump is the chunk of iterator p + n + 1.
+func (l *appendLog) appendChunk(kind byte, db int, key []byte, seq uint64, iter int64, data []byte) (uint64, uint64) {
 	le := binary.LittleEndian
 	start := uint64(iter) - uint64(len(data)) - 1 // the chunk's first byte; LoadChunk checked it
 	var pos, n uint64
 	l.mu.Lock()
 	for off := 0; off < len(data); off += rbChunkPiece {
 		piece := data[off:min(len(data), off+rbChunkPiece)]
-		at := begin(l, recRBChunk, db, key)
+		at := begin(l, kind, db, key)
 		l.buf = le.AppendUint64(l.buf, seq+n)
 		l.buf = le.AppendUint64(l.buf, start+uint64(off)+uint64(len(piece))+1)
 		l.buf = append(l.buf, piece...)

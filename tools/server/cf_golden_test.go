@@ -2,17 +2,14 @@ package server
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/ohbloom/ohbloom/internal/redisbloomtest"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -25,88 +22,6 @@ import (
 // the same way. A fresh key loaded from the first state's chunks answers
 // the same and, given the second script, reaches the second state byte
 // for byte.
-
-// cfGoldenDirs: the shared directory beside the project's clone (from
-// tools/server), or beside the folder of a git worktree.
-var cfGoldenDirs = []string{"../../../shared/testdata/redisbloom/cf", "../../../../shared/testdata/redisbloom/cf"}
-
-type cfGolden struct {
-	Name    string   `json:"name"`
-	Reserve []string `json:"reserve"`
-	cfGoldenRun
-	AfterMore cfGoldenRun `json:"after_more"`
-}
-
-type cfGoldenRun struct {
-	Script []struct {
-		Command string `json:"command"`
-		Items   string `json:"items"`
-		Repeat  int    `json:"repeat"`
-	} `json:"script"`
-	Replies []any `json:"replies"`
-	Chunks  []struct {
-		Iterator int64  `json:"iterator"`
-		Data     []byte `json:"data"`
-	} `json:"chunks"`
-	Info      map[string]int64 `json:"info"`
-	Positives []int            `json:"absent_probes_positive"`
-	Counts    []int64          `json:"counts_first_300_items"`
-}
-
-func loadCFGoldenFiles(t testing.TB) []*cfGolden {
-	t.Helper()
-	var paths []string
-	for _, dir := range cfGoldenDirs {
-		if paths, _ = filepath.Glob(filepath.Join(dir, "*.json")); len(paths) > 0 {
-			break
-		}
-	}
-	if len(paths) == 0 {
-		t.Fatalf("no RedisBloom cuckoo filter files in %q", cfGoldenDirs)
-	}
-	var out []*cfGolden
-	for _, p := range paths {
-		b, err := os.ReadFile(p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		g := new(cfGolden)
-		if err := json.Unmarshal(b, g); err != nil {
-			t.Fatalf("%s: %v", p, err)
-		}
-		out = append(out, g)
-	}
-	return out
-}
-
-var cfGoldenItemsRE = regexp.MustCompile(`^'([^']*)' \+ decimal i for i < (\d+)`)
-
-// items expands a script step's description of its items.
-func (g *cfGolden) items(t testing.TB, desc string) []string {
-	t.Helper()
-	m := cfGoldenItemsRE.FindStringSubmatch(desc)
-	if m == nil {
-		t.Fatalf("%s: items %q: not a form this test knows", g.Name, desc)
-	}
-	n, _ := strconv.Atoi(m[2])
-	prefix := strings.ReplaceAll(m[1], "<name>", g.Name)
-	out := make([]string, n)
-	for i := range out {
-		out[i] = prefix + strconv.Itoa(i)
-	}
-	return out
-}
-
-// prefix is what the file's probes and counted items start with:
-// '<seed>:<name>:'.
-func (g *cfGolden) prefix(t testing.TB) string {
-	m := cfGoldenItemsRE.FindStringSubmatch(g.Script[0].Items)
-	seed, _, ok := strings.Cut(m[1], ":<name>:")
-	if !ok {
-		t.Fatalf("%s: first items %q do not name the file", g.Name, g.Script[0].Items)
-	}
-	return seed + ":" + g.Name + ":"
-}
 
 // cfReplyForm turns a reply into the files' form: an integer (a RESP3
 // boolean is 1 or 0), or "ERR:" and the message without a leading "ERR "
@@ -136,14 +51,14 @@ func cfReplyForm(v any, err error) any {
 
 // runCFScript sends a script's commands to key, pipelined, and returns the
 // replies in the files' form.
-func runCFScript(t *testing.T, rdb *redis.Client, g *cfGolden, key string, run *cfGoldenRun) []any {
+func runCFScript(t *testing.T, rdb *redis.Client, g *redisbloomtest.Cuckoo, key string, run *redisbloomtest.CuckooRun) []any {
 	t.Helper()
 	ctx := context.Background()
 	var cmds [][]any
 	for _, step := range run.Script {
 		words := strings.Fields(step.Command)
 		for range max(step.Repeat, 1) {
-			for _, item := range g.items(t, step.Items) {
+			for _, item := range g.Items(t, step.Items) {
 				args := []any{words[0], key}
 				if len(words) > 1 {
 					args = []any{words[0]}
@@ -152,13 +67,13 @@ func runCFScript(t *testing.T, rdb *redis.Client, g *cfGolden, key string, run *
 						case "key":
 							args = append(args, key)
 						case "x":
-							args = append(args, item)
+							args = append(args, string(item))
 						default:
 							args = append(args, w)
 						}
 					}
 				} else {
-					args = append(args, item)
+					args = append(args, string(item))
 				}
 				cmds = append(cmds, args)
 			}
@@ -177,17 +92,6 @@ func runCFScript(t *testing.T, rdb *redis.Client, g *cfGolden, key string, run *
 		}
 	}
 	return replies
-}
-
-func cfNormalizeJSON(replies []any) []any {
-	out := make([]any, len(replies))
-	for i, r := range replies {
-		if x, ok := r.(float64); ok {
-			r = int(x)
-		}
-		out[i] = r
-	}
-	return out
 }
 
 // cfChunks is every chunk of a key's CF.SCANDUMP, and the reply past the
@@ -214,7 +118,7 @@ func cfChunks(t *testing.T, rdb *redis.Client, key string) []string {
 }
 
 // checkCFState checks key against a state RedisBloom recorded.
-func checkCFState(t *testing.T, rdb *redis.Client, g *cfGolden, key string, want *cfGoldenRun) {
+func checkCFState(t *testing.T, rdb *redis.Client, g *redisbloomtest.Cuckoo, key string, want *redisbloomtest.CuckooRun) {
 	t.Helper()
 	ctx := context.Background()
 	var wantChunks []string
@@ -228,14 +132,14 @@ func checkCFState(t *testing.T, rdb *redis.Client, g *cfGolden, key string, want
 	if err != nil {
 		t.Fatal(err)
 	}
-	gotInfo := map[string]int64{}
+	gotInfo := map[string]uint64{}
 	for k, v := range infoMap(t, info) {
-		gotInfo[k] = v.(int64)
+		gotInfo[k] = uint64(v.(int64))
 	}
 	if fmt.Sprint(gotInfo) != fmt.Sprint(want.Info) {
 		t.Errorf("%s: CF.INFO %v, RedisBloom's %v", key, gotInfo, want.Info)
 	}
-	prefix := g.prefix(t)
+	prefix := g.Prefix(t)
 	var positives []int
 	for start := 0; start < 20000; start += 5000 {
 		args := []any{"CF.MEXISTS", key}
@@ -264,7 +168,7 @@ func checkCFState(t *testing.T, rdb *redis.Client, g *cfGolden, key string, want
 		t.Fatal(err)
 	}
 	for i, c := range counts {
-		if n, _ := c.Int64(); n != want.Counts[i] {
+		if n, _ := c.Uint64(); n != want.Counts[i] {
 			t.Errorf("%s: CF.COUNT of item %d: %d, RedisBloom's %d", key, i, n, want.Counts[i])
 			break
 		}
@@ -273,7 +177,6 @@ func checkCFState(t *testing.T, rdb *redis.Client, g *cfGolden, key string, want
 
 func checkCFReplies(t *testing.T, key string, got, want []any) {
 	t.Helper()
-	want = cfNormalizeJSON(want)
 	if len(got) != len(want) {
 		t.Fatalf("%s: %d replies, RedisBloom gave %d", key, len(got), len(want))
 	}
@@ -285,7 +188,7 @@ func checkCFReplies(t *testing.T, key string, got, want []any) {
 }
 
 // loadCFChunks makes key of a recorded state's chunks.
-func loadCFChunks(t *testing.T, rdb *redis.Client, key string, run *cfGoldenRun) {
+func loadCFChunks(t *testing.T, rdb *redis.Client, key string, run *redisbloomtest.CuckooRun) {
 	t.Helper()
 	for _, c := range run.Chunks {
 		if err := rdb.Do(context.Background(), "CF.LOADCHUNK", key, c.Iterator, string(c.Data)).Err(); err != nil {
@@ -295,7 +198,7 @@ func loadCFChunks(t *testing.T, rdb *redis.Client, key string, run *cfGoldenRun)
 }
 
 // replayCFGolden runs g's first script on a fresh key.
-func replayCFGolden(t *testing.T, rdb *redis.Client, g *cfGolden, key string) {
+func replayCFGolden(t *testing.T, rdb *redis.Client, g *redisbloomtest.Cuckoo, key string) {
 	t.Helper()
 	if g.Reserve != nil {
 		args := []any{"CF.RESERVE", key}
@@ -306,35 +209,31 @@ func replayCFGolden(t *testing.T, rdb *redis.Client, g *cfGolden, key string) {
 			t.Fatalf("%s: CF.RESERVE: %v", key, err)
 		}
 	}
-	checkCFReplies(t, key, runCFScript(t, rdb, g, key, &g.cfGoldenRun), g.Replies)
+	checkCFReplies(t, key, runCFScript(t, rdb, g, key, &g.CuckooRun), g.Replies)
 }
 
 func TestCuckooGoldenThroughTheServer(t *testing.T) {
-	golden := loadCFGoldenFiles(t)
-	for _, proto := range []int{2, 3} {
-		t.Run(fmt.Sprint("RESP", proto), func(t *testing.T) {
-			_, addr := start(t, Config{})
-			rdb := client(t, addr, func(o *redis.Options) { o.Protocol = proto })
-			ctx := context.Background()
-			for _, g := range golden {
-				key := "cf:" + g.Name
-				replayCFGolden(t, rdb, g, key)
-				if typ, _ := rdb.Type(ctx, key).Result(); typ != "MBbloomCF" {
-					t.Fatalf("%s: TYPE %q", key, typ)
-				}
-				checkCFState(t, rdb, g, key, &g.cfGoldenRun)
-				checkCFReplies(t, key, runCFScript(t, rdb, g, key, &g.AfterMore), g.AfterMore.Replies)
-				checkCFState(t, rdb, g, key, &g.AfterMore)
-
-				loaded := "load:" + g.Name
-				loadCFChunks(t, rdb, loaded, &g.cfGoldenRun)
-				checkCFState(t, rdb, g, loaded, &g.cfGoldenRun)
-				checkCFReplies(t, loaded, runCFScript(t, rdb, g, loaded, &g.AfterMore), g.AfterMore.Replies)
-				checkCFState(t, rdb, g, loaded, &g.AfterMore)
-				if testing.Short() && proto == 2 {
-					break // the loads of one file in RESP2; every file in RESP3
-				}
+	golden := redisbloomtest.LoadCuckoo(t, "../..")
+	inEachProtocol(t, func(t *testing.T, rdb *redis.Client, proto int) {
+		ctx := context.Background()
+		for _, g := range golden {
+			key := "cf:" + g.Name
+			replayCFGolden(t, rdb, g, key)
+			if typ, _ := rdb.Type(ctx, key).Result(); typ != "MBbloomCF" {
+				t.Fatalf("%s: TYPE %q", key, typ)
 			}
-		})
-	}
+			checkCFState(t, rdb, g, key, &g.CuckooRun)
+			checkCFReplies(t, key, runCFScript(t, rdb, g, key, &g.AfterMore), g.AfterMore.Replies)
+			checkCFState(t, rdb, g, key, &g.AfterMore)
+
+			loaded := "load:" + g.Name
+			loadCFChunks(t, rdb, loaded, &g.CuckooRun)
+			checkCFState(t, rdb, g, loaded, &g.CuckooRun)
+			checkCFReplies(t, loaded, runCFScript(t, rdb, g, loaded, &g.AfterMore), g.AfterMore.Replies)
+			checkCFState(t, rdb, g, loaded, &g.AfterMore)
+			if testing.Short() && proto == 2 {
+				break // the loads of one file in RESP2; every file in RESP3
+			}
+		}
+	})
 }

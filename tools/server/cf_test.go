@@ -8,13 +8,12 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
 
+	"github.com/ohbloom/ohbloom/internal/redisbloomtest"
 	"github.com/ohbloom/ohbloom/redisbloom"
 	"github.com/redis/go-redis/v9"
 )
@@ -128,25 +127,19 @@ func TestCFMaximumExpansions(t *testing.T) {
 // script or loaded from RedisBloom's chunks, reaches RedisBloom's state
 // byte for byte, so that no change was applied twice or lost.
 func TestCuckooSurvivesRestarts(t *testing.T) {
-	golden := loadCFGoldenFiles(t)
+	golden := redisbloomtest.LoadCuckoo(t, "../..")
 	if testing.Short() {
 		golden = golden[:3]
 	}
 	dir := t.TempDir()
 	s, rdb := startOn(t, dir, Config{AppendFsync: "always"})
 	ctx := context.Background()
-	crash := func(name string) string {
-		// Every reply was received under always: the log holds every
-		// change, and a copy of the directory is what a kill -9 leaves.
-		to := filepath.Join(t.TempDir(), name)
-		if out, err := exec.Command("cp", "-a", dir, to).CombinedOutput(); err != nil {
-			t.Fatalf("cp: %v %s", err, out)
-		}
-		return to
-	}
+	// Every reply was received under always: the log holds every change,
+	// and a copy of the directory is what a kill -9 leaves.
+	crash := func(name string) string { return copyTree(t, dir, name) }
 	for i, g := range golden {
 		replayCFGolden(t, rdb, g, "cf:"+g.Name)
-		loadCFChunks(t, rdb, "load:"+g.Name, &g.cfGoldenRun)
+		loadCFChunks(t, rdb, "load:"+g.Name, &g.CuckooRun)
 		if i%2 == 1 {
 			if err := rdb.Save(ctx).Err(); err != nil { // some keys in the snapshot, some in the log only
 				t.Fatal(err)
@@ -168,11 +161,11 @@ func TestCuckooSurvivesRestarts(t *testing.T) {
 	s.Shutdown(ctx)
 	for _, c := range []struct {
 		dir   string
-		state func(g *cfGolden) *cfGoldenRun
+		state func(g *redisbloomtest.Cuckoo) *redisbloomtest.CuckooRun
 	}{
-		{logOnly, func(g *cfGolden) *cfGoldenRun { return &g.cfGoldenRun }},
-		{final, func(g *cfGolden) *cfGoldenRun { return &g.AfterMore }},
-		{dir, func(g *cfGolden) *cfGoldenRun { return &g.AfterMore }},
+		{logOnly, func(g *redisbloomtest.Cuckoo) *redisbloomtest.CuckooRun { return &g.CuckooRun }},
+		{final, func(g *redisbloomtest.Cuckoo) *redisbloomtest.CuckooRun { return &g.AfterMore }},
+		{dir, func(g *redisbloomtest.Cuckoo) *redisbloomtest.CuckooRun { return &g.AfterMore }},
 	} {
 		_, r := startOn(t, c.dir, Config{})
 		for _, g := range golden {
@@ -225,11 +218,7 @@ func TestCuckooConcurrentChangesAndSaves(t *testing.T) {
 		}
 	}()
 	wg.Wait()
-	copyDir := filepath.Join(t.TempDir(), "copy")
-	if out, err := exec.Command("cp", "-a", dir, copyDir).CombinedOutput(); err != nil {
-		t.Fatalf("cp: %v %s", err, out)
-	}
-	_, again := startOn(t, copyDir, Config{})
+	_, again := startOn(t, copyTree(t, dir, "copy"), Config{})
 	for _, key := range []string{"a", "b"} {
 		live, restored := cfChunks(t, rdb, key), cfChunks(t, again, key)
 		if len(live) == 0 || !slices.Equal(live, restored) {
@@ -250,11 +239,7 @@ func TestCuckooConcurrentChangesAndSaves(t *testing.T) {
 // load as they are, answer as they did, take changes that survive a
 // restart, and the start says once that they are legacy keys.
 func TestLegacyCFDataDir(t *testing.T) {
-	src := "testdata/legacy-cf/data"
-	dir := filepath.Join(t.TempDir(), "data")
-	if out, err := exec.Command("cp", "-a", src, dir).CombinedOutput(); err != nil {
-		t.Fatalf("cp: %v %s", err, out)
-	}
+	dir := copyTree(t, "testdata/legacy-cf/data", "data")
 	raw, err := os.ReadFile("testdata/legacy-cf/answers.json")
 	if err != nil {
 		t.Fatal(err)

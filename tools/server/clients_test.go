@@ -2,7 +2,6 @@ package server
 
 import (
 	"net"
-	"os"
 	"os/exec"
 	"strings"
 	"testing"
@@ -38,19 +37,7 @@ func TestRedisCLIRESP3(t *testing.T) {
 
 // redis-py's pipeline() is a MULTI/EXEC transaction by default.
 func TestRedisPyTransaction(t *testing.T) {
-	var python string
-	for _, p := range []string{"/usr/bin/python3", "python3"} {
-		if path, err := exec.LookPath(p); err == nil && exec.Command(path, "-c", "import redis").Run() == nil {
-			python = path
-			break
-		}
-	}
-	if python == "" {
-		if os.Getenv("CI") != "" {
-			t.Fatal("CI must provide python3 with redis-py (.ci/run installs python3-redis)")
-		}
-		t.Skip("python3 with redis-py is not installed")
-	}
+	python := redisPy(t)
 	_, addr := start(t, Config{Password: "pw"})
 	host, port, _ := net.SplitHostPort(addr)
 	script := `

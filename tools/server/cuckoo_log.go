@@ -76,26 +76,9 @@ func (l *appendLog) appendCuckoo(kind byte, db int, key []byte, seq uint64, hs [
 	return pos
 }
 
-// appendCuckooChunk logs a CF.LOADCHUNK data chunk as records of at most
-// rbChunkPiece bytes, numbered from seq, and returns the position after the
-// last and how many it wrote. A piece at bytes [p, p+n) is the chunk of
-// iterator p + n + 1, as appendRBChunk's.
+// appendCuckooChunk logs a CF.LOADCHUNK data chunk (appendChunk).
 func (l *appendLog) appendCuckooChunk(db int, key []byte, seq uint64, iter int64, data []byte) (uint64, uint64) {
-	le := binary.LittleEndian
-	start := uint64(iter) - uint64(len(data)) - 1 // LoadChunk checked it
-	var pos, n uint64
-	l.mu.Lock()
-	for off := 0; off < len(data); off += rbChunkPiece {
-		piece := data[off:min(len(data), off+rbChunkPiece)]
-		at := begin(l, recCuckooChunk, db, key)
-		l.buf = le.AppendUint64(l.buf, seq+n)
-		l.buf = le.AppendUint64(l.buf, start+uint64(off)+uint64(len(piece))+1)
-		l.buf = append(l.buf, piece...)
-		pos = l.seal(at)
-		n++
-	}
-	l.mu.Unlock()
-	return pos, n
+	return l.appendChunk(recCuckooChunk, db, key, seq, iter, data)
 }
 
 // applyCuckoo replays one cuckoo record of key, whose entry is e (nil when

@@ -231,19 +231,7 @@ func TestGoRedisDatabases(t *testing.T) {
 // redis-py with db=1, and a redis:// URL naming database 1, connect and
 // work in database 1.
 func TestRedisPyDatabases(t *testing.T) {
-	var python string
-	for _, p := range []string{"/usr/bin/python3", "python3"} {
-		if path, err := exec.LookPath(p); err == nil && exec.Command(path, "-c", "import redis").Run() == nil {
-			python = path
-			break
-		}
-	}
-	if python == "" {
-		if os.Getenv("CI") != "" {
-			t.Fatal("CI must provide python3 with redis-py (.ci/run installs python3-redis)")
-		}
-		t.Skip("python3 with redis-py is not installed")
-	}
+	python := redisPy(t)
 	_, addr := start(t, Config{})
 	host, port, _ := net.SplitHostPort(addr)
 	script := `

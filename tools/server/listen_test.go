@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/redis/go-redis/v9"
@@ -104,30 +105,50 @@ func TestUnixSocketStaleAndForeignFiles(t *testing.T) {
 	}
 }
 
-func TestListenAndServe(t *testing.T) {
-	p := newTestPKI(t)
-	free := func() string {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer ln.Close()
-		return ln.Addr().String()
+// freeAddr is a loopback address whose port was free a moment ago.
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
 	}
-	path := filepath.Join(t.TempDir(), "s.sock")
-	tc := p.serverTLS()
-	tc.AuthClients = "no"
-	s, err := New(Config{Addr: free(), TLSAddr: free(), TLS: tc, UnixSocket: path})
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// listenAndServe runs ListenAndServe of a server of c, which names a
+// plaintext, a TLS and a Unix socket listener, until all three listen.
+// stop shuts the server down and returns ListenAndServe's error; the
+// test's cleanup calls it too.
+func listenAndServe(t *testing.T, c Config) (s *Server, stop func() error) {
+	t.Helper()
+	s, err := New(c)
 	if err != nil {
 		t.Fatal(err)
 	}
 	done := make(chan error, 1)
 	go func() { done <- s.ListenAndServe() }()
+	stop = sync.OnceValue(func() error {
+		if err := s.Shutdown(context.Background()); err != nil {
+			return err
+		}
+		return <-done
+	})
+	t.Cleanup(func() { stop() })
 	waitFor(t, "three listeners", func() bool {
 		s.mu.Lock()
 		defer s.mu.Unlock()
-		return len(s.listeners) == 3
+		return len(s.listeners) == 3 && s.tls.addr.Load() != nil
 	})
+	return s, stop
+}
+
+func TestListenAndServe(t *testing.T) {
+	p := newTestPKI(t)
+	path := filepath.Join(t.TempDir(), "s.sock")
+	tc := p.serverTLS()
+	tc.AuthClients = "no"
+	s, stop := listenAndServe(t, Config{Addr: freeAddr(t), TLSAddr: freeAddr(t), TLS: tc, UnixSocket: path})
 	ctx := context.Background()
 	for _, o := range []*redis.Options{
 		{Addr: s.cfg.Addr},
@@ -140,10 +161,7 @@ func TestListenAndServe(t *testing.T) {
 		}
 		rdb.Close()
 	}
-	if err := s.Shutdown(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if err := <-done; err != nil {
+	if err := stop(); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := os.Lstat(path); !errors.Is(err, fs.ErrNotExist) {
@@ -225,33 +243,11 @@ func TestRedisPyTLSAndUnixSocket(t *testing.T) {
 // started first, and CLIENT LIST shows the socket's clients as Redis does.
 func TestListenersShareUsersAndStats(t *testing.T) {
 	p := newTestPKI(t)
-	free := func() string {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer ln.Close()
-		return ln.Addr().String()
-	}
 	path := filepath.Join(t.TempDir(), "s.sock")
 	tc := p.serverTLS()
 	tc.AuthClients = "no"
-	s, err := New(Config{Addr: free(), TLSAddr: free(), TLS: tc, UnixSocket: path, Password: "pw",
+	s, _ := listenAndServe(t, Config{Addr: freeAddr(t), TLSAddr: freeAddr(t), TLS: tc, UnixSocket: path, Password: "pw",
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- s.ListenAndServe() }()
-	t.Cleanup(func() {
-		s.Shutdown(context.Background())
-		<-done
-	})
-	waitFor(t, "three listeners", func() bool {
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		return len(s.listeners) == 3
-	})
 	ctx := context.Background()
 	admin := client(t, s.cfg.Addr, func(o *redis.Options) { o.Password = "pw" })
 	if err := admin.Do(ctx, "ACL", "SETUSER", "reader", "on", ">rpw", "~*", "+@read").Err(); err != nil {
@@ -352,21 +348,7 @@ func TestConfigFileTLSAndSocket(t *testing.T) {
 
 	c.Addr, c.TLSAddr = "127.0.0.1:0", "127.0.0.1:0"
 	c.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
-	s, err := New(c)
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- s.ListenAndServe() }()
-	t.Cleanup(func() {
-		s.Shutdown(context.Background())
-		<-done
-	})
-	waitFor(t, "three listeners", func() bool {
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		return len(s.listeners) == 3 && s.tls.addr.Load() != nil
-	})
+	s, _ := listenAndServe(t, c)
 	ctx := context.Background()
 	rdb := client(t, sock, func(o *redis.Options) { o.Network = "unix" })
 	got, err := rdb.ConfigGet(ctx, "*").Result()

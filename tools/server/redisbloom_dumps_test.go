@@ -177,39 +177,46 @@ func loadRBChunks(t *testing.T, rdb *redis.Client, key string, g *redisbloomtest
 	}
 }
 
-func TestRedisBloomDumpsThroughTheServer(t *testing.T) {
-	golden := loadRBGolden(t)
+// inEachProtocol runs f in a subtest for RESP2 and one for RESP3, each on
+// a fresh server with a client speaking that protocol.
+func inEachProtocol(t *testing.T, f func(t *testing.T, rdb *redis.Client, proto int)) {
 	for _, proto := range []int{2, 3} {
 		t.Run(fmt.Sprint("RESP", proto), func(t *testing.T) {
 			_, addr := start(t, Config{})
-			rdb := client(t, addr, func(o *redis.Options) { o.Protocol = proto })
-			ctx := context.Background()
-			for _, g := range golden {
-				key := "rb:" + g.Name
-				loadRBChunks(t, rdb, key, g)
-				if typ, _ := rdb.Type(ctx, key).Result(); typ != "MBbloom--" {
-					t.Fatalf("%s: TYPE %q", key, typ)
-				}
-				probes := rbRange(t, g.AbsentProbes)
-				checkRBKey(t, rdb, key, &g.State, probes)
-				// go-redis's own BF.INFO parses the reply too, but for a
-				// filter that does not grow: its nil Expansion rate, which
-				// RedisBloom sends too, fails go-redis's parser.
-				if in, err := rdb.BFInfo(ctx, key).Result(); g.Info.Expansion != nil && (err != nil || uint64(in.Capacity) != g.Info.Capacity) {
-					t.Fatalf("%s: go-redis BF.INFO %+v %v", key, in, err)
-				}
-				items := anys(g.Added(t))
-				for start := 0; start < len(items); start += 5000 {
-					found, err := rdb.BFMExists(ctx, key, items[start:min(len(items), start+5000)]...).Result()
-					if err != nil || slices.Contains(found, false) {
-						t.Fatalf("%s: an added item tests absent (%v)", key, err)
-					}
-				}
-				maddAsRedisBloom(t, rdb, key, rbRange(t, g.AfterMore.MoreItems))
-				checkRBKey(t, rdb, key, &g.AfterMore.State, probes)
-			}
+			f(t, client(t, addr, func(o *redis.Options) { o.Protocol = proto }), proto)
 		})
 	}
+}
+
+func TestRedisBloomDumpsThroughTheServer(t *testing.T) {
+	golden := loadRBGolden(t)
+	inEachProtocol(t, func(t *testing.T, rdb *redis.Client, _ int) {
+		ctx := context.Background()
+		for _, g := range golden {
+			key := "rb:" + g.Name
+			loadRBChunks(t, rdb, key, g)
+			if typ, _ := rdb.Type(ctx, key).Result(); typ != "MBbloom--" {
+				t.Fatalf("%s: TYPE %q", key, typ)
+			}
+			probes := rbRange(t, g.AbsentProbes)
+			checkRBKey(t, rdb, key, &g.State, probes)
+			// go-redis's own BF.INFO parses the reply too, but for a
+			// filter that does not grow: its nil Expansion rate, which
+			// RedisBloom sends too, fails go-redis's parser.
+			if in, err := rdb.BFInfo(ctx, key).Result(); g.Info.Expansion != nil && (err != nil || uint64(in.Capacity) != g.Info.Capacity) {
+				t.Fatalf("%s: go-redis BF.INFO %+v %v", key, in, err)
+			}
+			items := anys(g.Added(t))
+			for start := 0; start < len(items); start += 5000 {
+				found, err := rdb.BFMExists(ctx, key, items[start:min(len(items), start+5000)]...).Result()
+				if err != nil || slices.Contains(found, false) {
+					t.Fatalf("%s: an added item tests absent (%v)", key, err)
+				}
+			}
+			maddAsRedisBloom(t, rdb, key, rbRange(t, g.AfterMore.MoreItems))
+			checkRBKey(t, rdb, key, &g.AfterMore.State, probes)
+		}
+	})
 }
 
 // TestRedisBloomDumpsSurviveRestarts: the same keys, restored from the log
@@ -221,15 +228,9 @@ func TestRedisBloomDumpsSurviveRestarts(t *testing.T) {
 	s, rdb := startOn(t, dir, Config{AppendFsync: "always"})
 	ctx := context.Background()
 	half := map[string][]string{} // the dump of each key halfway through the more items
-	crash := func(name string) string {
-		// Every reply was received under always: the log holds every
-		// change, and a copy of the directory is what a kill -9 leaves.
-		to := filepath.Join(t.TempDir(), name)
-		if out, err := exec.Command("cp", "-a", dir, to).CombinedOutput(); err != nil {
-			t.Fatalf("cp: %v %s", err, out)
-		}
-		return to
-	}
+	// Every reply was received under always: the log holds every change,
+	// and a copy of the directory is what a kill -9 leaves.
+	crash := func(name string) string { return copyTree(t, dir, name) }
 	for i, g := range golden {
 		key := "rb:" + g.Name
 		loadRBChunks(t, rdb, key, g)
@@ -279,6 +280,18 @@ func TestRedisBloomDumpsSurviveRestarts(t *testing.T) {
 			t.Errorf("%s: restored midway, the dump differs from the live one", key)
 		}
 	}
+}
+
+// copyTree copies the directory src and all below it, as it is (cp -a),
+// to a new directory called name in the test's temporary directory, and
+// returns its path.
+func copyTree(t *testing.T, src, name string) string {
+	t.Helper()
+	to := filepath.Join(t.TempDir(), name)
+	if out, err := exec.Command("cp", "-a", src, to).CombinedOutput(); err != nil {
+		t.Fatalf("cp: %v %s", err, out)
+	}
+	return to
 }
 
 // dumpOf is every chunk of a key's BF.SCANDUMP.

@@ -76,21 +76,7 @@ func TestRedisCLI(t *testing.T) {
 // redis-py (Debian's python3-redis, which .ci/run installs) uses its
 // RedisBloom commands against the server unchanged.
 func TestRedisPy(t *testing.T) {
-	// Debian's package serves Debian's python3, which may not be first on
-	// the PATH (pyenv).
-	var python string
-	for _, p := range []string{"/usr/bin/python3", "python3"} {
-		if path, err := exec.LookPath(p); err == nil && exec.Command(path, "-c", "import redis").Run() == nil {
-			python = path
-			break
-		}
-	}
-	if python == "" {
-		if os.Getenv("CI") != "" {
-			t.Fatal("CI must provide python3 with redis-py (.ci/run installs python3-redis)")
-		}
-		t.Skip("python3 with redis-py is not installed")
-	}
+	python := redisPy(t)
 	_, addr := start(t, Config{Password: "pw"})
 	host, port, _ := net.SplitHostPort(addr)
 	out, err := exec.Command(python, "testdata/redispy_check.py", host, port, "pw").CombinedOutput()

@@ -8,8 +8,6 @@ import (
 	"fmt"
 	"hash/crc64"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -526,10 +524,7 @@ func TestRestoreSurvivesRestart(t *testing.T) {
 			}
 		}
 	}
-	crash := filepath.Join(t.TempDir(), "crash")
-	if out, err := exec.Command("cp", "-a", dir, crash).CombinedOutput(); err != nil {
-		t.Fatalf("cp: %v %s", err, out)
-	}
+	crash := copyTree(t, dir, "crash")
 	s.Shutdown(ctx)
 	for _, d := range []string{crash, dir} {
 		_, r := startOn(t, d, Config{})
@@ -718,36 +713,12 @@ func TestOhbloomPayloadRefusedByRedis(t *testing.T) {
 // payload; the file's second script then gives RedisBloom's replies and
 // reaches its second state, whose DUMP is RedisBloom's second payload.
 func TestRestoreCuckooGolden(t *testing.T) {
-	golden := loadCFGoldenFiles(t)
-	payloads := map[string][2]string{}
-	for _, dir := range cfGoldenDirs {
-		paths, _ := filepath.Glob(filepath.Join(dir, "*.json"))
-		for _, p := range paths {
-			data, err := os.ReadFile(p)
-			if err != nil {
-				t.Fatal(err)
-			}
-			var f struct {
-				Name      string `json:"name"`
-				Payload   []byte `json:"dump_payload"`
-				AfterMore struct {
-					Payload []byte `json:"dump_payload"`
-				} `json:"after_more"`
-			}
-			if err := json.Unmarshal(data, &f); err != nil {
-				t.Fatal(err)
-			}
-			payloads[f.Name] = [2]string{string(f.Payload), string(f.AfterMore.Payload)}
-		}
-		if len(paths) > 0 {
-			break
-		}
-	}
+	golden := redisbloomtest.LoadCuckoo(t, "../..")
 	_, addr := start(t, Config{})
 	c := client(t, addr)
 	ctx := context.Background()
 	for _, g := range golden {
-		p := payloads[g.Name]
+		p := [2]string{string(g.DumpPayload), string(g.AfterMore.DumpPayload)}
 		if p[0] == "" || p[1] == "" {
 			t.Fatalf("%s: no DUMP payloads", g.Name)
 		}
@@ -755,7 +726,7 @@ func TestRestoreCuckooGolden(t *testing.T) {
 		if err := c.Restore(ctx, key, 0, p[0]).Err(); err != nil {
 			t.Fatalf("%s: %v", key, err)
 		}
-		checkCFState(t, c, g, key, &g.cfGoldenRun)
+		checkCFState(t, c, g, key, &g.CuckooRun)
 		if d, err := c.Dump(ctx, key).Result(); err != nil || d != p[0] {
 			t.Errorf("%s: DUMP differs from RedisBloom's (%v)", key, err)
 		}
@@ -771,10 +742,7 @@ func TestRestoreCuckooGolden(t *testing.T) {
 // not RedisBloom's: they dump in ohbloom's payload, and RESTORE makes a
 // copy that answers as they do.
 func TestDumpRestoreLegacyCFKeys(t *testing.T) {
-	dir := filepath.Join(t.TempDir(), "data")
-	if out, err := exec.Command("cp", "-a", "testdata/legacy-cf/data", dir).CombinedOutput(); err != nil {
-		t.Fatalf("cp: %v %s", err, out)
-	}
+	dir := copyTree(t, "testdata/legacy-cf/data", "data")
 	_, c := startOn(t, dir, Config{})
 	ctx := context.Background()
 	var items []any
@@ -862,10 +830,7 @@ func TestRestoreTTLAndDatabases(t *testing.T) {
 	if d, err := c3.Dump(ctx, "db3").Result(); err != nil || d != p {
 		t.Fatalf("DUMP in database 3: %v", err)
 	}
-	crash := filepath.Join(t.TempDir(), "crash")
-	if out, err := exec.Command("cp", "-a", dir, crash).CombinedOutput(); err != nil {
-		t.Fatalf("cp: %v %s", err, out)
-	}
+	crash := copyTree(t, dir, "crash")
 	s.Shutdown(ctx)
 	for _, d := range []string{crash, dir} {
 		_, r := startOn(t, d, Config{})
