@@ -1369,6 +1369,16 @@ func (s *Server) commit(sess *session, pos uint64) error {
 	return s.syncLog(sess)
 }
 
+// commitOK is commit, then the reply of a command that says OK once its
+// change is as durable as the policy asks, or the log's error.
+func (s *Server) commitOK(sess *session, w replier, pos uint64) {
+	if err := s.commit(sess, pos); err != nil {
+		w.WriteError(logFailed(err))
+		return
+	}
+	w.WriteString("OK")
+}
+
 // noteLog records a position the connection's replies depend on, to be
 // waited for by the command's commit.
 func noteLog(sess *session, pos uint64) { sess.log.pos = max(sess.log.pos, pos) }

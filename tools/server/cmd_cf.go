@@ -427,11 +427,7 @@ func cmdCFCompact(s *Server, sess *session, w replier, args [][]byte) {
 		pos = s.store.log.appendCuckoo(recCuckooCompact, sess.db, args[1], e.seq, nil)
 	}
 	sess.unlockEntry(e)
-	if err := s.commit(sess, pos); err != nil {
-		w.WriteError(logFailed(err))
-		return
-	}
-	w.WriteString("OK")
+	s.commitOK(sess, w, pos)
 }
 
 // cfInfo is what CF.INFO and CF.DEBUG report about a CF key.
@@ -532,11 +528,7 @@ func (s *Server) cfLoadHeader(sess *session, w replier, name, header []byte) {
 	case !created:
 		w.WriteError(wrongType)
 	default:
-		if err := s.commit(sess, pos); err != nil {
-			w.WriteError(logFailed(err))
-			return
-		}
-		w.WriteString("OK")
+		s.commitOK(sess, w, pos)
 	}
 }
 

@@ -261,11 +261,7 @@ func (s *Server) rbLoadHeader(sess *session, w replier, name, header []byte) {
 	case !created:
 		w.WriteError(errNotRedisBloom)
 	default:
-		if err := s.commit(sess, pos); err != nil {
-			w.WriteError(logFailed(err))
-			return
-		}
-		w.WriteString("OK")
+		s.commitOK(sess, w, pos)
 	}
 }
 

@@ -319,9 +319,5 @@ func cmdSwapDB(s *Server, sess *session, w replier, args [][]byte) {
 		s.iso.release(c)
 		s.iso.active.Add(-1)
 	}
-	if err := s.commit(sess, pos); err != nil {
-		w.WriteError(logFailed(err))
-		return
-	}
-	w.WriteString("OK")
+	s.commitOK(sess, w, pos)
 }

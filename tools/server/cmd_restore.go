@@ -331,11 +331,7 @@ func (s *Server) restoreKey(sess *session, w replier, name string, e *entry, rep
 				return
 			}
 		}
-		if err := s.commit(sess, pos); err != nil {
-			w.WriteError(logFailed(err))
-			return
-		}
-		w.WriteString("OK")
+		s.commitOK(sess, w, pos)
 		return
 	}
 	e.seq = 0 // numbered afresh, as every loaded key (store.put)
@@ -347,11 +343,7 @@ func (s *Server) restoreKey(sess *session, w replier, name string, e *entry, rep
 	case !ok:
 		w.WriteError(errBusyKey)
 	default:
-		if err := s.commit(sess, pos); err != nil {
-			w.WriteError(logFailed(err))
-			return
-		}
-		w.WriteString("OK")
+		s.commitOK(sess, w, pos)
 	}
 }
 
