@@ -3,6 +3,7 @@ package server
 import (
 	"errors"
 	"io"
+	"runtime"
 	"slices"
 	"sync"
 	"time"
@@ -15,9 +16,9 @@ import (
 //
 // A connection runs the commands of what it read at once, in order, and
 // appends their replies to one buffer, handed to the socket after the
-// batch. Three things stop it running commands, and it then stops reading
+// batch. Four things stop it running commands, and it then stops reading
 // (the client's further bytes wait in the kernel, which pushes back on
-// the client), until another goroutine wakes it:
+// the client), until another goroutine, or its socket, wakes it:
 //   - its replies wait for the append-only log (under appendfsync always,
 //     until their changes are fsynced; under everysec, while the disk
 //     stalls): the log's flusher wakes it. Replies leave only after, in
@@ -33,13 +34,17 @@ import (
 //     (readOffLoop): the buffers of a 60 MB request, and the slices of a
 //     million arguments, are grown and copied there, not on the loop
 //     (on a loaded VM, first touching 64 MB of memory took 0.8 s);
-//   - an AUTH waits its turn at the password gate (auth.go).
+//   - an AUTH waits its turn at the password gate (auth.go);
+//   - more than flushBytes of its replies wait for a socket that takes
+//     no more (outputFull): a client that does not read is pushed back,
+//     as Redis pushes back on one, rather than buffered for.
 //
 // Memory a client can make the server hold is bounded three ways:
 //   - the buffer of one request is at most MaxRequestBytes (plus one
 //     header line), and the parser's per-argument slices at most as much
 //     again; a client that sends more is told and disconnected; replies it
-//     leaves unread are bounded by MaxRequestBytes too;
+//     leaves unread are flushBytes and the last command's reply, which
+//     is bounded by MaxRequestBytes too;
 //   - all clients' buffers together, requests and replies, take from one
 //     budget, MaxBufferedBytes; a client whose request would exceed it is
 //     told and disconnected, one whose replies would is disconnected, so
@@ -59,8 +64,9 @@ const (
 	// needs one.
 	readBufferBytes = 4 << 10
 	// loopReadBytes is what one read takes from a socket at most, into
-	// the loop's buffer.
-	loopReadBytes = 64 << 10
+	// the loop's buffer, and loopWriteBytes what one write gives it.
+	loopReadBytes  = 64 << 10
+	loopWriteBytes = 256 << 10
 	// flushBytes is how much reply may wait in the buffer while commands
 	// of one batch run; past it the replies are handed to the socket
 	// first.
@@ -82,9 +88,10 @@ const (
 
 // Why a connection runs no command now (connection.block).
 const (
-	blockLog   uint8 = 1 << iota // its replies wait for the append-only log
-	blockBusy                    // a slow command of it runs off the loop
-	blockPause                   // its AUTH waits its turn at the gate
+	blockLog    uint8 = 1 << iota // its replies wait for the append-only log
+	blockBusy                     // a slow command of it runs off the loop
+	blockPause                    // its AUTH waits its turn at the gate
+	blockOutput                   // its replies wait for room in the socket
 )
 
 // wakeKind says what woke a connection, or what its loop must do.
@@ -391,9 +398,11 @@ func (c *connection) send() {
 		c.s.logOutput.log(c.s.cfg.Logger, "client does not read its replies; closed it", "remote", c.addr, "unread_bytes", unsent)
 		c.dead = true
 		return
-	} else if c.sent > cap(c.w.b)/2 {
+	} else if c.sent > cap(c.w.b)/2 && unsent <= flushBytes {
 		// The socket is full: keep the unsent tail at the buffer's start,
 		// so that the buffer grows only by what the client leaves unread.
+		// Not while more than flushBytes wait: no more is appended then
+		// (blockOutput), and a loop must not copy megabytes at once.
 		c.w.b = c.w.b[:copy(c.w.b, c.w.b[c.sent:])]
 		c.sent = 0
 	}
@@ -589,6 +598,9 @@ func (c *connection) run(b []byte, own bool) (used int, keep bool) {
 		}
 	}
 	for used < len(b) {
+		if c.outputFull() {
+			return used, true
+		}
 		lim := parseLimits{authed: c.sess.authed, maxRequest: s.cfg.MaxRequestBytes}
 		args, n, err := c.p.next(b[used:], lim)
 		if err == nil {
@@ -620,14 +632,44 @@ func (c *connection) run(b []byte, own bool) (used int, keep bool) {
 		if c.sess.quit {
 			return used, false
 		}
-		if c.block == 0 && len(c.w.b)-c.sent > flushBytes {
-			c.send()
-		}
 		if c.block != 0 || c.dead {
 			return used, true
 		}
 	}
 	return used, true
+}
+
+// outputFull sends the replies once more than flushBytes wait, and
+// reports whether the connection must stop running commands: the log
+// holds the replies back, or the socket did not take them, and the
+// connection then waits for its writable edge (blockOutput). A loop
+// never appends to a large reply that waits: the append would copy it
+// whole, in one call the scheduler cannot stop (see appendChunked), and
+// 60 MB of an ECHO left in the buffer took 270 ms to copy while every
+// other client waited. The client's further commands wait in the buffer
+// and then in the kernel, as Redis leaves them while its output buffer
+// is full.
+func (c *connection) outputFull() bool {
+	if c.block != 0 || c.dead || len(c.w.b)-c.sent <= flushBytes {
+		return c.block != 0 || c.dead
+	}
+	c.send()
+	if c.block == 0 && !c.dead && len(c.w.b)-c.sent > flushBytes {
+		c.block |= blockOutput
+		if outputBlockedHook != nil {
+			outputBlockedHook()
+		}
+	}
+	return c.block != 0 || c.dead
+}
+
+// drained ends a wait for the socket (blockOutput) once at most flushBytes
+// of replies are left, and runs the commands that waited.
+func (c *connection) drained() {
+	if c.block&blockOutput != 0 && len(c.w.b)-c.sent <= flushBytes {
+		c.block &^= blockOutput
+		c.resume()
+	}
 }
 
 // dispatch runs one command: here, or on a goroutine of its own while the
@@ -774,6 +816,10 @@ func (c *connection) readRestHere(data []byte) (bool, error) {
 	return true, nil
 }
 
+// outputBlockedHook, set by tests, is called when a connection stops
+// running commands until its socket takes its replies (blockOutput).
+var outputBlockedHook func()
+
 // offLoopHook, set by tests, is told the name of each command that
 // starts to run off its loop.
 var offLoopHook func(name string)
@@ -876,21 +922,45 @@ func (l *logLimiter) log(logger interface {
 const copyChunk = 1 << 20
 
 // appendChunked is append(dst, src...), copying at most copyChunk bytes at
-// a time. A copy is one call that the Go scheduler cannot stop: a copy of
-// 60 MB into memory the process has not touched yet took 0.75 s on a busy
-// VM, and a garbage collection that began meanwhile held every other
-// goroutine, the event loops included, until it ended.
+// a time and yielding the processor between chunks. A copy is one call
+// that the Go scheduler cannot stop, and a loop of copies is no better: a
+// preemption signal lands in the copy, where it is ignored. A garbage
+// collection cannot end its mark phase until it has stopped every
+// goroutine for a moment, and with GOMAXPROCS 2 its dedicated mark
+// worker holds one processor meanwhile: a goroutine copying a 60 MB
+// LOADCHUNK into fresh memory held the other for 258 ms, and the event
+// loop had none (a runtime trace of TestAuthenticatedAttacks beside CPU
+// hogs).
 func appendChunked(dst, src []byte) []byte {
-	if len(src) <= copyChunk {
-		return append(dst, src...)
+	dst = growChunked(dst, len(src))
+	for len(src) > copyChunk {
+		dst = append(dst, src[:copyChunk]...)
+		src = src[copyChunk:]
+		runtime.Gosched()
 	}
-	dst = slices.Grow(dst, len(src))
-	for len(src) > 0 {
-		n := min(len(src), copyChunk)
-		dst = append(dst, src[:n]...)
-		src = src[n:]
+	return append(dst, src...)
+}
+
+// growChunked is slices.Grow(dst, n) without a call the scheduler cannot
+// stop (see appendChunked): slices.Grow clears the new room in one call,
+// and append copies the old bytes in another. make clears in steps the
+// scheduler may stop between, or not at all when the memory is fresh from
+// the system, and the old bytes are copied copyChunk at a time. A large
+// buffer grows by a quarter, as append grows it.
+func growChunked(dst []byte, n int) []byte {
+	if cap(dst)-len(dst) >= n {
+		return dst
 	}
-	return dst
+	need := len(dst) + n
+	if need <= copyChunk {
+		return slices.Grow(dst, n)
+	}
+	grown := make([]byte, len(dst), max(need, cap(dst)+cap(dst)/4))
+	for i := 0; i < len(dst); i += copyChunk {
+		copy(grown[i:], dst[i:min(len(dst), i+copyChunk)])
+		runtime.Gosched()
+	}
+	return grown
 }
 
 // chunkedWriter writes to w at most copyChunk bytes at a time (see
@@ -931,6 +1001,7 @@ func (p *requestParser) makeRoom() {
 		n := min(len(rest), copyChunk/16)
 		spans = append(spans, rest[:n]...)
 		rest = rest[n:]
+		runtime.Gosched()
 	}
 	p.spans = spans
 	if cap(p.args) < size {

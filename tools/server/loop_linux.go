@@ -212,6 +212,7 @@ func (l *eventLoop) serve(c *connection, kind wakeKind, err error) {
 	if c.canWrite && c.block&blockBusy == 0 && c.sent < len(c.w.b) {
 		c.send()
 	}
+	c.drained()
 	if c.canRead && c.runnable() {
 		n, err := rawRead(c.fd, l.buf)
 		switch {
@@ -246,13 +247,21 @@ func (l *eventLoop) again(c *connection) {
 }
 
 // write is the connection's write to its socket: it returns how much the
-// socket took, which is less than len(b) when it is full.
+// socket took, which is less than len(b) when it is full, or when b is
+// more than loopWriteBytes: one write(2) to a loopback socket whose
+// reader keeps up took 52 MB in 93 ms, while every other client of the
+// loop waited. The rest then goes after the other clients are served
+// (the ready list), as a read that fills the buffer does.
 func (c *connection) write(b []byte) (int, error) {
 	if c.goroutine != nil {
 		return c.goroutine.write(b)
 	}
 	if !c.canWrite {
 		return 0, nil
+	}
+	capped := len(b) > loopWriteBytes
+	if capped {
+		b = b[:loopWriteBytes]
 	}
 	n, err := rawWrite(c.fd, b)
 	switch {
@@ -266,6 +275,8 @@ func (c *connection) write(b []byte) (int, error) {
 	}
 	if n < len(b) {
 		c.canWrite = false
+	} else if capped {
+		c.loop.again(c) // the rest after the other clients
 	}
 	return n, nil
 }

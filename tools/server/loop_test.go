@@ -135,18 +135,19 @@ func TestRepliesCountInTheBudget(t *testing.T) {
 	a := dial(t, addr)
 	fmt.Fprintf(a, "*3\r\n$6\r\nBF.ADD\r\n$1\r\nk\r\n$%d\r\n%s", request-100, strings.Repeat("x", sent))
 	waitFor(t, "a's request to be buffered", func() bool { return s.buffered.Load() >= int64(sent) })
-	// B sends without reading its replies.
+	// B sends ECHOs of 300 KB without reading their replies: one request
+	// and its reply are more than the budget has left.
 	b := dial(t, addr)
-	echo := []byte("ECHO " + strings.Repeat("e", 10<<10) + "\r\n")
+	echo := []byte(resp("ECHO", strings.Repeat("e", 300<<10)))
 	var err error
-	for i := 0; i < 100_000 && err == nil; i++ { // up to 1 GB of replies
+	for i := 0; i < 3_000 && err == nil; i++ { // up to 900 MB of replies
 		_, err = b.Write(echo)
 		if got := s.buffered.Load(); got > budget {
 			t.Fatalf("%d bytes buffered, budget %d", got, budget)
 		}
 	}
 	if err == nil {
-		t.Fatal("the server kept a client whose replies exceed the budget")
+		t.Fatal("the server kept a client whose buffers exceed the budget")
 	}
 	// Which of B's buffers meets the budget first depends on how much of
 	// its requests one read takes; either way it is the budget, not the
@@ -157,6 +158,55 @@ func TestRepliesCountInTheBudget(t *testing.T) {
 	}
 	expect(t, a, strings.Repeat("x", request-100-sent)+"\r\n", ":1\r\n")
 	expect(t, dial(t, addr), "PING\r\n", "+PONG\r\n")
+}
+
+// A client that pipelines without reading its replies is pushed back:
+// once more than flushBytes of its replies wait for the socket, its loop
+// runs none of its commands, and reads none of its bytes, until the
+// socket takes them (blockOutput). It holds little meanwhile, where the
+// loop used to run on and hold its replies up to the unread-replies
+// limit; other clients are served; and once it reads, every reply comes,
+// in order. (The loop must not append to a large waiting reply: that
+// copies it whole, in one call the scheduler cannot stop.)
+func TestUnreadRepliesPushBack(t *testing.T) {
+	restoreAfterShutdown(t, &outputBlockedHook)
+	blocked := make(chan struct{}, 1)
+	outputBlockedHook = func() {
+		select {
+		case blocked <- struct{}{}:
+		default:
+		}
+	}
+	s, addr := start(t, Config{EventLoops: 1})
+	b := dial(t, addr)
+	const n = 2_000 // 20 MB of replies, far more than the sockets hold
+	wrote := make(chan error, 1)
+	go func() {
+		var err error
+		for i := 0; i < n && err == nil; i++ {
+			_, err = b.Write([]byte(resp("ECHO", fmt.Sprintf("%05d", i)+strings.Repeat("e", 10<<10))))
+		}
+		wrote <- err
+	}()
+	select {
+	case <-blocked:
+	case err := <-wrote:
+		t.Fatalf("the loop never waited for the socket: the client wrote all its commands (%v)", err)
+	}
+	// Its replies waiting, a request read and the loop's spare buffers:
+	// never the megabytes of replies that wait in no buffer.
+	if held := s.buffered.Load(); held > 1<<20 {
+		t.Fatalf("the server holds %d bytes for a client that does not read", held)
+	}
+	expect(t, dial(t, addr), "PING\r\n", "+PONG\r\n")
+	for i := range n {
+		if got, want := readBulk(t, b), fmt.Sprintf("%05d", i)+strings.Repeat("e", 10<<10); got != want {
+			t.Fatalf("reply %d: %.10q..., want %.10q...", i, got, want)
+		}
+	}
+	if err := <-wrote; err != nil {
+		t.Fatal(err)
+	}
 }
 
 // A save runs off the event loop: other clients are served while it

@@ -81,6 +81,10 @@ func (w *replyWriter) WriteError(msg string) {
 }
 func (w *replyWriter) WriteString(str string) { w.line('+', str) }
 
+// bulkFraming is the most a bulk reply adds to its bytes: '$', an int64's
+// digits and two CRLFs.
+const bulkFraming = 1 + 20 + 4
+
 func (w *replyWriter) header(prefix byte, n int64) {
 	w.b = append(w.b, prefix)
 	w.b = strconv.AppendInt(w.b, n, 10)
@@ -100,6 +104,11 @@ func (w *replyWriter) WriteInt64(num int64) {
 }
 
 func (w *replyWriter) WriteBulk(bulk []byte) {
+	if len(bulk) > copyChunk {
+		// Room for the header and the CRLF too: append would copy the
+		// whole reply in one call to add them (see growChunked).
+		w.b = growChunked(w.b, len(bulk)+bulkFraming)
+	}
 	w.header('$', int64(len(bulk)))
 	w.b = appendChunked(w.b, bulk)
 	w.b = append(w.b, '\r', '\n')
