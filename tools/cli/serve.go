@@ -176,6 +176,7 @@ func runServe(e env, args []string) int {
 		return ExitFailure
 	}
 	cfg.Logger = logger
+	server.RaiseProcs() // so that an event loop always finds a processor
 	srv, err := server.New(cfg)
 	if err != nil {
 		return failed("cannot start", err)

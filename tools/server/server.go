@@ -17,7 +17,6 @@ import (
 	"log/slog"
 	"net"
 	"os"
-	"runtime"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -166,7 +165,7 @@ func (c Config) withDefaults() (Config, error) {
 		c.Logger = slog.Default()
 	}
 	if c.EventLoops == 0 {
-		c.EventLoops = max(1, runtime.GOMAXPROCS(0)/2)
+		c.EventLoops = max(1, processors()/2)
 	}
 	if c.Databases == 0 {
 		c.Databases = DefaultDatabases
