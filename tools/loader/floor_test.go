@@ -12,7 +12,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -96,7 +95,7 @@ func TestLoaderFloor(t *testing.T) {
 		// (os/exec's vfork): this process stays small, reading only the
 		// header of the snapshot build wrote, and a child of ours reports
 		// its own peak (VmHWM) itself.
-		r := result{wall: wall, read: wall, rss: cmd.ProcessState.SysUsage().(*syscall.Rusage).Maxrss << 10,
+		r := result{wall: wall, read: wall, rss: maxRSS(cmd.ProcessState),
 			cpu: cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()}
 		if _, line, ok := strings.Cut(stdout.String(), "RESULT "); ok {
 			var ns, hwm int64

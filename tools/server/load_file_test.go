@@ -6,7 +6,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 
 	"github.com/ohbloom/ohbloom"
@@ -199,8 +198,8 @@ func TestLoadFileRefusesBadFiles(t *testing.T) {
 	damaged := append([]byte(nil), data...)
 	damaged[200] ^= 1
 	fifo := filepath.Join(files, "fifo")
-	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
-		t.Fatal(err)
+	if err := mkfifo(fifo); err != nil {
+		os.Mkdir(fifo, 0o755) // not a regular file either, where there are no FIFOs
 	}
 	big := ohbloom.New(1_000_000, 0.01)
 	bigFile := filepath.Join(files, "big.ohb")

@@ -443,27 +443,6 @@ func cpuSeconds(pid int) (float64, error) {
 	return float64(utime+stime) / 100, nil
 }
 
-// evict drops the data directory's files from the page cache.
-func evict(dir string) error {
-	ents, err := os.ReadDir(dir)
-	if err != nil {
-		return err
-	}
-	for _, e := range ents {
-		f, err := os.Open(filepath.Join(dir, e.Name()))
-		if err != nil {
-			return err
-		}
-		f.Sync()
-		_, _, errno := syscall.Syscall6(syscall.SYS_FADVISE64, f.Fd(), 0, 0, 4 /* POSIX_FADV_DONTNEED */, 0, 0)
-		f.Close()
-		if errno != 0 {
-			return fmt.Errorf("fadvise %s: %w", e.Name(), errno)
-		}
-	}
-	return nil
-}
-
 // conn is a minimal RESP2 client: what the measurement needs and no more.
 type conn struct {
 	c   net.Conn
