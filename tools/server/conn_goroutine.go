@@ -4,6 +4,7 @@ import (
 	"net"
 	"runtime/debug"
 	"sync"
+	"time"
 )
 
 // goroutineTransport serves one connection from a goroutine of its own,
@@ -100,6 +101,9 @@ func (gs *goroutineConns) run(s *Server, g *goroutineTransport, c *connection, c
 
 // end closes a connection served by a goroutine and forgets it.
 func (gs *goroutineConns) end(s *Server, g *goroutineTransport, c *connection) {
+	if c.shouldLinger() {
+		g.linger(c)
+	}
 	gs.mu.Lock()
 	delete(gs.conns, c)
 	gs.mu.Unlock()
@@ -160,5 +164,34 @@ func (gs *goroutineConns) closeAll() {
 	for c, g := range gs.conns {
 		g.raw.Close() // ends a read or write in progress
 		g.wake(task{c: c, kind: wakeClose})
+	}
+}
+
+// linger shuts the writing side of a connection the server ends, and
+// waits for the client to close its own, for at most lingerTime (see
+// connection.shouldLinger). Reading is the only way to see the client's
+// end of file here: it discards at most lingerBytes, then waits without
+// reading. Shutdown ends the wait (closeAll).
+func (g *goroutineTransport) linger(c *connection) {
+	c.release()
+	cw, ok := g.raw.(interface{ CloseWrite() error })
+	if !ok || cw.CloseWrite() != nil {
+		return
+	}
+	deadline := time.Now().Add(lingerTime)
+	g.raw.SetReadDeadline(deadline)
+	buf := make([]byte, 4<<10)
+	for discarded := 0; discarded < lingerBytes; {
+		n, err := g.raw.Read(buf)
+		if err != nil {
+			return
+		}
+		discarded += n
+	}
+	t := time.NewTimer(time.Until(deadline))
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-g.signal:
 	}
 }

@@ -56,6 +56,10 @@ type transport struct {
 	hup bool
 	// ready: on the loop's ready list.
 	ready bool
+	// lingering: the server has sent its last reply and shut the
+	// socket's writing side (eventLoop.linger).
+	lingering bool
+	discarded int // bytes read and dropped while lingering
 	// goroutine is the transport of a connection served by a goroutine of
 	// its own (conn_goroutine.go), for tests of that path.
 	goroutine *goroutineTransport
@@ -206,6 +210,10 @@ func (l *eventLoop) serve(c *connection, kind wakeKind, err error) {
 			l.close(c)
 		}
 	}()
+	if c.lingering {
+		l.discard(c)
+		return
+	}
 	if kind != 0 {
 		c.woken(kind, err)
 	}
@@ -234,7 +242,47 @@ func (l *eventLoop) serve(c *connection, kind wakeKind, err error) {
 		}
 	}
 	if c.finished() {
+		if c.shouldLinger() && !c.hup {
+			l.linger(c)
+		} else {
+			l.close(c)
+		}
+	}
+}
+
+// linger shuts the writing side of a connection the server ends, and
+// closes it once the client closes its own, or after lingerTime (see
+// connection.shouldLinger). Its buffers go back to the budget at once.
+func (l *eventLoop) linger(c *connection) {
+	c.lingering = true
+	c.discarded = 0
+	c.release()
+	if unix.Shutdown(c.fd, unix.SHUT_WR) != nil {
 		l.close(c)
+		return
+	}
+	time.AfterFunc(lingerTime, func() { l.post(task{c: c, kind: wakeClose}) })
+	l.discard(c)
+}
+
+// discard reads and drops what a lingering connection's client sends, up
+// to lingerBytes, so that its end of file can arrive: a client that
+// closes with bytes the server never read cannot send its FIN past them.
+// It closes the connection at the end of file; past lingerBytes it reads
+// no more, and the timer closes it.
+func (l *eventLoop) discard(c *connection) {
+	for c.canRead && c.discarded < lingerBytes {
+		n, err := rawRead(c.fd, l.buf[:min(len(l.buf), lingerBytes-c.discarded)])
+		switch {
+		case n > 0:
+			c.discarded += n
+		case err == unix.EAGAIN:
+			c.canRead = false
+		case err == unix.EINTR:
+		default: // the end of file, or the socket failed
+			l.close(c)
+			return
+		}
 	}
 }
 

@@ -209,6 +209,43 @@ func TestUnreadRepliesPushBack(t *testing.T) {
 	}
 }
 
+// A client refused while it is still sending reads the error and then
+// an end of file, not a reset: the server shuts its writing side and
+// keeps the socket until the client closes (shouldLinger). Closed at
+// once, with the client's bytes unread, the socket answered them with a
+// reset, and the client's kernel could drop the error before it was
+// read. The server reads and drops up to lingerBytes meanwhile, so that
+// a client that closes after a few more bytes is closed at once; past
+// that, lingerTime closes it (raised here, so that a slow reader cannot
+// make the test pass or fail by timing).
+func TestRefusedClientReadsItsError(t *testing.T) {
+	restoreAfterShutdown(t, &lingerTime)
+	lingerTime = time.Minute
+	s, addr := start(t, Config{Password: "pw", EventLoops: 1})
+	const refused = "-ERR Protocol error: unauthenticated bulk length\r\n"
+	for _, c := range []struct {
+		req, reply string
+		closes     bool // when the client does: the server has read all it sent
+	}{
+		{"*2\r\n$4\r\nPING\r\n$1099511627776\r\n" + strings.Repeat("x", 10<<10), refused, true},
+		{"QUIT\r\n" + strings.Repeat("PING\r\n", 1000), "+OK\r\n", true},
+		{"*2\r\n$4\r\nPING\r\n$1099511627776\r\n" + strings.Repeat("x", 4<<20), refused, false},
+		{"QUIT\r\n" + strings.Repeat("PING\r\n", 500_000), "+OK\r\n", false},
+	} {
+		before := s.clients.Load()
+		conn := dial(t, addr)
+		go conn.Write([]byte(c.req)) // refused before the server has read it all
+		got, err := io.ReadAll(conn.r)
+		if err != nil || string(got) != c.reply {
+			t.Fatalf("after %.20q... of %d bytes: read %q, then %v; want %q and an end of file", c.req, len(c.req), got, err, c.reply)
+		}
+		conn.Close()
+		if c.closes {
+			waitFor(t, "the server to close a connection its client closed", func() bool { return s.clients.Load() == before })
+		}
+	}
+}
+
 // A save runs off the event loop: other clients are served while it
 // writes, and its own client gets its reply when it is done.
 func TestSaveRunsOffTheLoop(t *testing.T) {
@@ -297,6 +334,7 @@ func TestGoroutinePerConnection(t *testing.T) {
 		{"LogWriteFailure", TestLogWriteFailure},
 		{"EverysecStall", TestEverysecWritersWaitForAStalledDisk},
 		{"Garbage", TestGarbageOverSockets},
+		{"RefusedClientReadsItsError", TestRefusedClientReadsItsError},
 	} {
 		t.Run(tc.name, tc.f)
 	}
