@@ -5,7 +5,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"strconv"
 
 	"github.com/ohbloom/ohbloom"
 	"github.com/ohbloom/ohbloom/redisbloom"
@@ -60,13 +59,6 @@ func family(args [][]byte) string {
 		return "cf"
 	}
 	return "bf"
-}
-
-func itoa[T int | int64 | uint64](n T) string {
-	if n < 0 {
-		return strconv.FormatInt(int64(n), 10)
-	}
-	return strconv.FormatUint(uint64(n), 10)
 }
 
 // RedisBloom's replies of SCANDUMP and LOADCHUNK.

@@ -202,3 +202,11 @@ func (w *replyWriter) WriteVerbatim(text string) {
 	}
 	w.WriteBulkString(text)
 }
+
+// itoa formats a count or a size for an error text or a log line.
+func itoa[T int | int64 | uint64](n T) string {
+	if n < 0 {
+		return strconv.FormatInt(int64(n), 10)
+	}
+	return strconv.FormatUint(uint64(n), 10)
+}
