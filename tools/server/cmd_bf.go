@@ -390,6 +390,17 @@ func (e *entry) stops() bool {
 // length set afterwards, RedisModule_ReplySetArrayLength); for a filter
 // that grows the length is known at once and the replies stream.
 func (s *Server) addItems(sess *session, e *entry, w replier, name []byte, items [][]byte, multi bool) {
+	if !e.ordered() {
+		// A save writing the key's record holds e.adding; a loop does
+		// not wait for it, and runs the command again off the loop.
+		if sess.holdsShard && !e.adding.TryRLock() {
+			sess.wouldBlock = true
+			return
+		} else if !sess.holdsShard {
+			e.adding.RLock()
+		}
+		defer e.adding.RUnlock()
+	}
 	stops := e.stops()
 	if multi && !stops {
 		w.WriteArray(len(items))

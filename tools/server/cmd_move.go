@@ -166,15 +166,16 @@ func (s *Server) relocate(sess *session, w replier, e *entry, srcDB int, src str
 	// The record of the key as it is: nothing else changes it now.
 	// Its changes are numbered afresh from the place record on, as replay
 	// numbers them: the record says seq 0.
+	var rec []byte
 	if e.ordered() {
 		e.mu.Lock()
-	}
-	seq := e.seq
-	e.seq = 0
-	rec := recordBytesLocked(dst, e)[8:]
-	e.seq = seq
-	if e.ordered() {
+		seq := e.seq
+		e.seq = 0
+		rec = recordBytesLocked(dst, e)[8:]
+		e.seq = seq
 		e.mu.Unlock()
+	} else {
+		rec = recordBytesLocked(dst, e)[8:] // seq is always 0: a save may read it meanwhile
 	}
 	moved := e
 	if !move {

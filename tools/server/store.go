@@ -84,6 +84,15 @@ type entry struct {
 	mu  sync.Mutex
 	seq uint64 // number of the key's last change (guarded by mu)
 
+	// adding is held for reading while items are added to an ohbloom key
+	// (addItems), and for writing while a save writes its record
+	// (recordTo). Their bits are idempotent, but their counts are not: a
+	// save that ran while an add was between its bits and its count held
+	// the bits without the count, and the replay of the add, finding its
+	// bits, did not count it (TestKeyspaceSurvivesKill under the race
+	// detector: "Number of items inserted" 1 after a restart, 2 before).
+	adding sync.RWMutex
+
 	// onDisk says a save wrote this entry's file; guarded by the key's
 	// stripe lock (store.stripe).
 	onDisk bool
@@ -327,11 +336,14 @@ func writeRecordIn(w io.Writer, db int, name string, e *entry) (int64, error) {
 }
 
 // recordTo writes e's record (version 4 in database db, version 2 if db <
-// 0), taking e.mu for a CF or RedisBloom key.
+// 0), taking e.mu for a CF or RedisBloom key, and e.adding for another.
 func recordTo(w io.Writer, db int, name string, e *entry) (int64, error) {
 	if e.ordered() {
 		e.mu.Lock()
 		defer e.mu.Unlock()
+	} else {
+		e.adding.Lock()
+		defer e.adding.Unlock()
 	}
 	return writeRecordIn(w, db, name, e)
 }
