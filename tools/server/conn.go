@@ -617,7 +617,7 @@ func (c *connection) run(b []byte, own bool) (used int, keep bool) {
 		}
 	}
 	for used < len(b) {
-		if c.outputFull() {
+		if len(c.w.b)-c.sent > flushBytes && c.outputFull() {
 			return used, true
 		}
 		lim := parseLimits{authed: c.sess.authed, maxRequest: s.cfg.MaxRequestBytes}
@@ -658,8 +658,8 @@ func (c *connection) run(b []byte, own bool) (used int, keep bool) {
 	return used, true
 }
 
-// outputFull sends the replies once more than flushBytes wait, and
-// reports whether the connection must stop running commands: the log
+// outputFull, called once more than flushBytes of replies wait, sends
+// them and reports whether the connection must stop running commands: the log
 // holds the replies back, or the socket did not take them, and the
 // connection then waits for its writable edge (blockOutput). A loop
 // never appends to a large reply that waits: the append would copy it
@@ -669,9 +669,6 @@ func (c *connection) run(b []byte, own bool) (used int, keep bool) {
 // and then in the kernel, as Redis leaves them while its output buffer
 // is full.
 func (c *connection) outputFull() bool {
-	if c.block != 0 || c.dead || len(c.w.b)-c.sent <= flushBytes {
-		return c.block != 0 || c.dead
-	}
 	c.send()
 	if c.block == 0 && !c.dead && len(c.w.b)-c.sent > flushBytes {
 		c.block |= blockOutput
