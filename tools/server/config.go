@@ -637,9 +637,11 @@ func memoryUnits(v string) string {
 }
 
 // quoteConfigValue quotes a value as Redis's rewrite does when it holds
-// spaces or quotes, or is empty.
+// anything but printable ASCII without quotes, or is empty: any other
+// byte (\f and \v are spaces to the reader) would split or change the
+// value when read back.
 func quoteConfigValue(v string) string {
-	if v != "" && !strings.ContainsAny(v, " \t\r\n\"'\\") {
+	if v != "" && !needsConfigQuotes(v) {
 		return v
 	}
 	var b strings.Builder
@@ -665,6 +667,15 @@ func quoteConfigValue(v string) string {
 	}
 	b.WriteByte('"')
 	return b.String()
+}
+
+func needsConfigQuotes(v string) bool {
+	for i := 0; i < len(v); i++ {
+		if c := v[i]; c <= ' ' || c > '~' || c == '"' || c == '\'' || c == '\\' {
+			return true
+		}
+	}
+	return false
 }
 
 var configHelp = []string{

@@ -261,7 +261,8 @@ func FuzzConfigFile(f *testing.F) {
 	for _, seed := range []string{
 		"maxmemory 100mb\nport 7000\n", "requirepass \"a b\\x41\"\nappendfsync always\n", "# comment\n\nloglevel notice\n",
 		"slowlog-max-len 5\nlatency-monitor-threshold 10\n", "bind 127.0.0.1 ::1\n", "user x on\n", "save 900 1\nsave \"\"\n",
-		"maxmemory '1gb'\n", "dir \"unbalanced\n", "max-filter-bytes 1kb\nsave-interval 1m\n",
+		"maxmemory '1gb'\n", "dir \"unbalanced\n",
+		"requirepass \"\\f\"\n", "requirepass \"\\x0b\\x80\"\n", "max-filter-bytes 1kb\nsave-interval 1m\n",
 	} {
 		f.Add([]byte(seed))
 	}
