@@ -289,6 +289,7 @@ func loadKeyPair(certFile, keyFile, pass string) (tls.Certificate, error) {
 	if err != nil {
 		return tls.Certificate{}, err
 	}
+	decrypted := false
 	if block, _ := pem.Decode(keyPEM); block != nil {
 		switch {
 		case block.Type == "ENCRYPTED PRIVATE KEY":
@@ -302,9 +303,15 @@ func loadKeyPair(certFile, keyFile, pass string) (tls.Certificate, error) {
 				return tls.Certificate{}, fmt.Errorf("tls-key-file %s: decrypting with tls-key-file-pass: %w", keyFile, err)
 			}
 			keyPEM = pem.EncodeToMemory(&pem.Block{Type: block.Type, Bytes: der})
+			decrypted = true
 		}
 	}
 	cert, err := tls.X509KeyPair(certPEM, keyPEM)
+	if err != nil && decrypted {
+		// The legacy encryption checks only the padding, so about one
+		// wrong password in 256 decrypts without an error, to garbage.
+		return tls.Certificate{}, fmt.Errorf("tls-key-file %s: decrypting with tls-key-file-pass gave no key for tls-cert-file %s (a wrong password?): %w", keyFile, certFile, err)
+	}
 	if err != nil {
 		return tls.Certificate{}, fmt.Errorf("tls-cert-file %s with tls-key-file %s: %w", certFile, keyFile, err)
 	}
