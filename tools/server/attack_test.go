@@ -312,17 +312,18 @@ func TestUnauthenticatedAttacks(t *testing.T) {
 }
 
 // checkAfterAttack: alive, answers an authenticated PING, peak RSS under
-// 300 MB, and under 0.1 s of CPU in the 3 s after the attackers left.
+// 300 MB, and under 0.1 s of CPU in the second after the attackers left:
+// a server still spinning on a dead attacker's bytes would use all of it.
 func checkAfterAttack(t *testing.T, c *child) {
 	t.Helper()
 	took := c.authedPing(t)
 	before := c.cpu(t)
-	time.Sleep(3 * time.Second) // the measurement window
+	time.Sleep(time.Second) // the measurement window
 	used := c.cpu(t) - before
 	rss := c.peakRSS(t)
-	t.Logf("PING answered in %v; CPU in the 3 s after: %v; peak RSS %d MB", took, used, rss>>20)
+	t.Logf("PING answered in %v; CPU in the second after: %v; peak RSS %d MB", took, used, rss>>20)
 	if used >= 100*time.Millisecond {
-		t.Errorf("the server used %v of CPU in the 3 s after the attack", used)
+		t.Errorf("the server used %v of CPU in the second after the attack", used)
 	}
 	if rss >= 300<<20 {
 		t.Errorf("peak RSS %d MB", rss>>20)
