@@ -157,7 +157,7 @@ func init() {
 			"setuser": {slow: true, run: cmdACLSetuser}, "getuser": {run: cmdACLGetuser}, "deluser": {slow: true, run: cmdACLDeluser},
 			"list": {run: cmdACLList}, "users": {run: cmdACLUsers}, "whoami": {run: cmdACLWhoami}, "cat": {run: cmdACLCat},
 			"log": {run: cmdACLLog}, "save": {slow: true, run: cmdACLSave}, "load": {slow: true, run: cmdACLLoad},
-			"genpass": {run: cmdACLGenpass}, "dryrun": {run: cmdACLDryrun}, "help": {run: cmdHelp(aclHelp)},
+			"genpass": {run: cmdACLGenpass}, "dryrun": {slow: true, run: cmdACLDryrun}, "help": {run: cmdHelp(aclHelp)},
 		},
 		"object": {
 			"encoding": {run: cmdObjectEncoding}, "freq": {run: cmdObjectFreq}, "idletime": {run: cmdObjectIdletime},
