@@ -177,6 +177,20 @@ func (is *isolation) acquire(c *claim) {
 	is.mu.Unlock()
 }
 
+// tryAcquire takes c if it fits now, and reports whether it did.
+func (is *isolation) tryAcquire(c *claim) bool {
+	if c.empty() {
+		return true
+	}
+	is.mu.Lock()
+	defer is.mu.Unlock()
+	if !is.fits(c) {
+		return false
+	}
+	is.count(c, 1)
+	return true
+}
+
 func (is *isolation) release(c *claim) {
 	if c.empty() {
 		return
