@@ -189,6 +189,14 @@ func (s *Server) relocate(sess *session, w replier, e *entry, srcDB int, src str
 		moved = c
 	}
 	at := moved.expireAt.Load()
+	var logged wholeRecord
+	if st.log != nil {
+		srcLogged := -1
+		if move {
+			srcLogged = srcDB
+		}
+		logged = placeWhole(dstDB, dst, at, srcLogged, src, rec)
+	}
 	// The files' locks, in order, so that no save writes either key's
 	// file while it changes hands.
 	locks := []int{st.stripeIndex(srcDB, src), st.stripeIndex(dstDB, dst)}
@@ -217,12 +225,8 @@ func (s *Server) relocate(sess *session, w replier, e *entry, srcDB int, src str
 	var pos uint64
 	moved.dirty.Store(true)
 	if st.log != nil {
-		srcLogged := -1
-		if move {
-			srcLogged = srcDB
-		}
 		var err error
-		if pos, err = st.log.appendPlace(dstDB, dst, at, srcLogged, src, rec); err != nil {
+		if pos, err = st.log.appendWhole(logged); err != nil {
 			st.mu.Unlock()
 			w.WriteError("ERR " + oneLine(err.Error()))
 			return false
