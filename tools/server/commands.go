@@ -168,7 +168,7 @@ func init() {
 			"purge": {slow: true, run: cmdMemoryPurge}, "help": {run: cmdHelp(memoryHelp)},
 		},
 		"slowlog": {
-			"get": {run: cmdSlowlogGet}, "len": {run: cmdSlowlogLen}, "reset": {run: cmdSlowlogReset}, "help": {run: cmdHelp(slowlogHelp)},
+			"get": {slow: true, run: cmdSlowlogGet}, "len": {run: cmdSlowlogLen}, "reset": {run: cmdSlowlogReset}, "help": {run: cmdHelp(slowlogHelp)},
 		},
 		"latency": {
 			"latest": {run: cmdLatencyLatest}, "history": {run: cmdLatencyHistory}, "reset": {run: cmdLatencyReset},
