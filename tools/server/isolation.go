@@ -158,17 +158,22 @@ func (is *isolation) unnamed(c *claim) bool {
 	return true
 }
 
-// acquire waits until c fits and takes it.
-func (is *isolation) acquire(c *claim) {
-	if c.empty() {
-		return
-	}
+// makeExact makes a transaction's set of names, before it is held.
+func (c *claim) makeExact() {
 	if c.tx && c.exact == nil && !c.every && len(c.names) > 0 {
 		c.exact = make(map[string]struct{}, len(c.names))
 		for _, k := range c.names {
 			c.exact[string(k)] = struct{}{}
 		}
 	}
+}
+
+// acquire waits until c fits and takes it.
+func (is *isolation) acquire(c *claim) {
+	if c.empty() {
+		return
+	}
+	c.makeExact()
 	is.mu.Lock()
 	for !is.fits(c) {
 		is.cond.Wait()
@@ -182,6 +187,7 @@ func (is *isolation) tryAcquire(c *claim) bool {
 	if c.empty() {
 		return true
 	}
+	c.makeExact()
 	is.mu.Lock()
 	defer is.mu.Unlock()
 	if !is.fits(c) {
