@@ -75,11 +75,9 @@ type claim struct {
 	// create or delete a key.
 	list, change bool
 	// names are the keys behind the stripes (addClaim's), unless every:
-	// it names every key. inline holds a command's first names without
-	// an allocation.
-	names  [][]byte
-	inline [2][]byte
-	every  bool
+	// it names every key.
+	names [][]byte
+	every bool
 	// exact is a transaction's names, made when it is acquired; nil for a
 	// transaction that holds its stripes whole (every, or named none).
 	exact map[string]struct{}
@@ -306,23 +304,25 @@ var keySpecs = map[string]keySpec{
 // mode (see the top of this file).
 func (s *Server) addClaim(c *claim, db int, name string, args [][]byte) {
 	spec := keySpecs[name]
-	if c.names == nil {
-		c.names = c.inline[:0]
-	}
+	var keys [][]byte
 	switch spec.keys {
 	case keysFirst:
-		c.stripes.add(args[1])
-		c.names = append(c.names, args[1])
+		keys = args[1:2:2]
 	case keysAll:
-		for _, k := range args[1:] {
-			c.stripes.add(k)
-			c.names = append(c.names, k)
-		}
+		keys = args[1:len(args):len(args)]
 	case keysEvery:
 		for w := range c.stripes {
 			c.stripes[w] = ^uint64(0)
 		}
 		c.every = true
+	}
+	for _, k := range keys {
+		c.stripes.add(k)
+	}
+	if c.names == nil {
+		c.names = keys // no copy: a command's claim lives while its arguments do
+	} else {
+		c.names = append(c.names, keys...) // (a transaction's: keys has no room)
 	}
 	c.list = c.list || spec.list
 	c.change = c.change || spec.delete || spec.create && s.store.getBytes(db, args[1]) == nil
