@@ -1,9 +1,19 @@
 package server
 
 import (
+	"bytes"
+	"errors"
+	"io"
+	"slices"
 	"strconv"
 	"testing"
+
+	"github.com/zeebo/xxh3"
 )
+
+// Unit tests of what TestAuthenticatedAttacks found holding the other
+// clients: transactions' claims by name, the slow log's ring, and reading
+// and hashing large filters in pieces.
 
 // A transaction that names more keys than there are latches holds every
 // stripe; a command on a key it does not name still fits beside it, and
@@ -79,5 +89,82 @@ func TestClaimsMeetByName(t *testing.T) {
 	is.release(whole)
 	if !is.free(c) {
 		t.Error("a command waits for a released claim")
+	}
+}
+
+// The slow log's ring keeps the newest entries, newest first, through
+// wrapping and through slowlog-max-len shrinking and growing, at any
+// point of the ring.
+func TestSlowlogRing(t *testing.T) {
+	var l slowlog
+	next := int64(0)
+	add := func(n int, max int64) {
+		for range n {
+			l.mu.Lock()
+			l.put(slowlogEntry{id: next}, max)
+			l.mu.Unlock()
+			next++
+		}
+	}
+	ids := func(n int64) []int64 {
+		var out []int64
+		for _, e := range l.newest(n) {
+			out = append(out, e.id)
+		}
+		return out
+	}
+	expect := func(n int64, want ...int64) {
+		t.Helper()
+		if got := ids(n); !slices.Equal(got, want) {
+			t.Fatalf("newest(%d) = %v, want %v", n, got, want)
+		}
+	}
+	add(3, 4)
+	expect(-1, 2, 1, 0)
+	add(3, 4) // wraps
+	expect(-1, 5, 4, 3, 2)
+	expect(2, 5, 4)
+	expect(100, 5, 4, 3, 2)
+	add(1, 6) // longer now, the ring wrapped
+	expect(-1, 6, 5, 4, 3, 2)
+	add(4, 6)
+	expect(-1, 10, 9, 8, 7, 6, 5)
+	add(1, 3) // shorter: the oldest go
+	expect(-1, 11, 10, 9)
+	add(2, 3)
+	l.trim(2)
+	expect(-1, 13, 12)
+	if l.len() != 2 {
+		t.Fatalf("len %d", l.len())
+	}
+	l.trim(5) // no longer: nothing to keep
+	add(1, 5)
+	expect(-1, 14, 13, 12)
+	l.reset()
+	expect(-1)
+	add(2, 1)
+	expect(-1, 16)
+}
+
+// hashLarge is xxh3.Hash, and readChunked reads what io.ReadFull reads,
+// sized or not, and says so when the bytes run out.
+func TestChunkedHashAndRead(t *testing.T) {
+	data := make([]byte, 3*copyChunk+1000)
+	for i := range data {
+		data[i] = byte(i * 7 / 3)
+	}
+	for _, n := range []int{0, 1, 200, 1024, 1025, copyChunk, copyChunk + 1, len(data)} {
+		if got, want := hashLarge(data[:n]), xxh3.Hash(data[:n]); got != want {
+			t.Fatalf("hashLarge of %d bytes: %#x, xxh3.Hash %#x", n, got, want)
+		}
+		for _, sized := range []bool{false, true} {
+			got, err := readChunked(bytes.NewReader(data), int64(n), sized)
+			if err != nil || !bytes.Equal(got, data[:n]) {
+				t.Fatalf("readChunked of %d bytes (sized %v): %d bytes, %v", n, sized, len(got), err)
+			}
+		}
+	}
+	if _, err := readChunked(bytes.NewReader(data[:copyChunk+5]), copyChunk+6, false); !errors.Is(err, io.ErrUnexpectedEOF) {
+		t.Fatalf("readChunked past the end: %v", err)
 	}
 }
