@@ -86,6 +86,10 @@ type userState struct {
 	// unrestricted: the root selector allows every command and key, so
 	// no check is needed (the default user's state).
 	unrestricted bool
+	// keyWords is the matcher's words of state of every key pattern of
+	// every selector: a check of a key reads it once per pattern, a word
+	// per 64 tokens of the pattern at each byte (see aclCheckHeavy).
+	keyWords uint64
 }
 
 type selector struct {
@@ -458,7 +462,42 @@ func (st *userState) apply(op string) error {
 func (st *userState) finish() *userState {
 	r := st.selectors[0]
 	st.unrestricted = r.allCommands && r.allKeys
+	st.keyWords = 0
+	for _, sel := range st.selectors {
+		for _, p := range sel.patterns {
+			st.keyWords += uint64(p.glob.words)
+		}
+	}
 	return st
+}
+
+// maxLoopMatchWords bounds the work of checking a command's keys against
+// its user's key patterns on an event loop, in words of the matcher's
+// state: about as long as a command of maxLoopBytes takes.
+const maxLoopMatchWords = 1 << 21
+
+// aclCheckHeavy reports whether checking the command args, cmd (size
+// bytes on the wire, 0: count them), against the key patterns of the session's user
+// may take longer than a loop may run, so that it runs off the loop: a
+// user may hold 1,024 patterns in each of 1,024 selectors, and a key of
+// 64 KiB checked against 1,024 patterns of 1 KiB held the loop a second.
+func (sess *session) aclCheckHeavy(cmd command, args [][]byte, size int) bool {
+	if sess.user == nil {
+		return false
+	}
+	st := sess.user.state.Load()
+	if st.unrestricted || st.keyWords == 0 {
+		return false
+	}
+	if sub, msg := cmd.resolve(args); msg != "" || !sub.meta.hasKeys() {
+		return false
+	}
+	if size == 0 {
+		for _, a := range args {
+			size += len(a)
+		}
+	}
+	return uint64(size)*st.keyWords > maxLoopMatchWords
 }
 
 func hashPassword(pw []byte) string {

@@ -605,29 +605,40 @@ func (l *appendLog) appendExpire(db int, key string, at int64) uint64 {
 	return l.seal(start)
 }
 
-// appendLoad logs a LOADCHUNK'd key with its dump, which the log keeps (and
-// the caller must not change) until it is written. The checksum is
-// computed before the lock is taken.
-func (l *appendLog) appendLoad(db int, key string, dump []byte) (uint64, error) {
-	return l.appendWhole(recLoad, db, key, nil, dump)
+// wholeRecord is a log record that carries a key record whole (load,
+// place), made, its checksum taken, before its caller takes the store's
+// lock to log it: hashing a record of hundreds of MB under that lock held
+// every other client's lookups (a COPY of a 256 MB filter, 174 ms). err
+// says it is too large for the log.
+type wholeRecord struct {
+	prefix, head, dump []byte
+	key                string
+	sum                uint64
+	err                error
 }
 
-// appendPlace logs a RENAME, COPY or MOVE: key of database db becomes the
-// key record rec, with expiry at; the key src of database srcDB goes,
-// unless srcDB < 0.
-func (l *appendLog) appendPlace(db int, key string, at int64, srcDB int, src string, rec []byte) (uint64, error) {
+// loadWhole is the record of a LOADCHUNK'd key with its dump, which the
+// log keeps (and the caller must not change) until it is written.
+func loadWhole(db int, key string, dump []byte) wholeRecord {
+	return newWholeRecord(recLoad, db, key, nil, dump)
+}
+
+// placeWhole is the record of a RENAME, COPY or MOVE: key of database db
+// becomes the key record rec, with expiry at; the key src of database
+// srcDB goes, unless srcDB < 0.
+func placeWhole(db int, key string, at int64, srcDB int, src string, rec []byte) wholeRecord {
 	head := binary.LittleEndian.AppendUint64(nil, uint64(at))
 	head = binary.AppendUvarint(head, uint64(srcDB+1))
 	if srcDB >= 0 {
 		head = binary.AppendUvarint(head, uint64(len(src)))
 		head = append(head, src...)
 	}
-	return l.appendWhole(recPlace, db, key, head, rec)
+	return newWholeRecord(recPlace, db, key, head, rec)
 }
 
-// appendWhole logs a record that carries a key record whole (load,
-// place): the record dump goes after the key and head.
-func (l *appendLog) appendWhole(kind byte, db int, key string, head, dump []byte) (uint64, error) {
+// newWholeRecord makes a record whose key record dump goes after the key
+// and head.
+func newWholeRecord(kind byte, db int, key string, head, dump []byte) wholeRecord {
 	prefix := make([]byte, 0, 2+2*binary.MaxVarintLen64)
 	if db != 0 {
 		prefix = append(prefix, recInDB)
@@ -635,28 +646,38 @@ func (l *appendLog) appendWhole(kind byte, db int, key string, head, dump []byte
 	}
 	prefix = append(prefix, kind)
 	prefix = binary.AppendUvarint(prefix, uint64(len(key)))
-	np := len(prefix) + len(head)
-	body := uint64(np) + uint64(len(key)) + uint64(len(dump))
-	if body > maxLoadBody {
-		return 0, fmt.Errorf("a dump of %d bytes is too large for the append-only log (at most %d)", len(dump), maxLoadBody-uint64(np+len(key)))
+	r := wholeRecord{prefix: prefix, head: head, dump: dump, key: key}
+	if np := uint64(len(prefix) + len(head) + len(key)); np+uint64(len(dump)) > maxLoadBody {
+		r.err = fmt.Errorf("a dump of %d bytes is too large for the append-only log (at most %d)", len(dump), maxLoadBody-np)
+		return r
 	}
 	sum := xxh3.New()
 	sum.Write(prefix)
 	sum.WriteString(key)
 	sum.Write(head)
 	sum.Write(dump)
+	r.sum = sum.Sum64()
+	return r
+}
+
+// appendWhole logs a record newWholeRecord made.
+func (l *appendLog) appendWhole(r wholeRecord) (uint64, error) {
+	if r.err != nil {
+		return 0, r.err
+	}
+	body := uint64(len(r.prefix)+len(r.head)+len(r.key)) + uint64(len(r.dump))
 	le := binary.LittleEndian
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	start := len(l.buf)
 	l.buf = le.AppendUint32(l.buf, uint32(body))
 	l.buf = le.AppendUint32(l.buf, ^uint32(body))
-	l.buf = append(l.buf, prefix...)
-	l.buf = append(l.buf, key...)
-	l.buf = append(l.buf, head...)
-	l.loads = append(l.loads, loadPiece{at: len(l.buf), data: dump})
-	l.buf = le.AppendUint64(l.buf, sum.Sum64())
-	return l.appendedLocked(uint64(len(l.buf)-start) + uint64(len(dump))), nil
+	l.buf = append(l.buf, r.prefix...)
+	l.buf = append(l.buf, r.key...)
+	l.buf = append(l.buf, r.head...)
+	l.loads = append(l.loads, loadPiece{at: len(l.buf), data: r.dump})
+	l.buf = le.AppendUint64(l.buf, r.sum)
+	return l.appendedLocked(uint64(len(l.buf)-start) + uint64(len(r.dump))), nil
 }
 
 // await returns once the change whose record ends at pos may be

@@ -189,6 +189,14 @@ func (s *Server) relocate(sess *session, w replier, e *entry, srcDB int, src str
 		moved = c
 	}
 	at := moved.expireAt.Load()
+	var logged wholeRecord
+	if st.log != nil {
+		srcLogged := -1
+		if move {
+			srcLogged = srcDB
+		}
+		logged = placeWhole(dstDB, dst, at, srcLogged, src, rec)
+	}
 	// The files' locks, in order, so that no save writes either key's
 	// file while it changes hands.
 	locks := []int{st.stripeIndex(srcDB, src), st.stripeIndex(dstDB, dst)}
@@ -217,12 +225,8 @@ func (s *Server) relocate(sess *session, w replier, e *entry, srcDB int, src str
 	var pos uint64
 	moved.dirty.Store(true)
 	if st.log != nil {
-		srcLogged := -1
-		if move {
-			srcLogged = srcDB
-		}
 		var err error
-		if pos, err = st.log.appendPlace(dstDB, dst, at, srcLogged, src, rec); err != nil {
+		if pos, err = st.log.appendWhole(logged); err != nil {
 			st.mu.Unlock()
 			w.WriteError("ERR " + oneLine(err.Error()))
 			return false
@@ -287,9 +291,7 @@ func cmdSwapDB(s *Server, sess *session, w replier, args [][]byte) {
 		return
 	}
 	var pos uint64
-	run := func() {
-		st.saveMu.Lock()
-		defer st.saveMu.Unlock()
+	run := func() { // under st.saveMu
 		st.mu.Lock()
 		swap := func() {
 			st.dbs[a], st.dbs[b] = st.dbs[b], st.dbs[a]
@@ -307,16 +309,36 @@ func cmdSwapDB(s *Server, sess *session, w replier, args [][]byte) {
 		st.uploads.dropAll()
 	}
 	if sess.inExec {
+		st.saveMu.Lock()
 		run()
+		st.saveMu.Unlock()
 	} else {
 		c := &claim{tx: true, list: true, change: true}
 		for i := range c.stripes {
 			c.stripes[i] = ^uint64(0)
 		}
+		// The latches and the save lock, waiting for either holding
+		// neither: waiting for a save holding every latch held every
+		// other client's command on a key for the whole save (a BGSAVE
+		// of two 256 MB filters: a second). A transaction that saves
+		// takes them in the other order, so neither is waited for
+		// holding the other.
 		s.iso.active.Add(1)
-		s.iso.acquire(c)
+		for {
+			st.saveMu.Lock()
+			if s.iso.tryAcquire(c) {
+				break
+			}
+			st.saveMu.Unlock()
+			s.iso.acquire(c)
+			if st.saveMu.TryLock() {
+				break
+			}
+			s.iso.release(c)
+		}
 		sess.withoutShard(s.barrier)
 		run()
+		st.saveMu.Unlock()
 		s.iso.release(c)
 		s.iso.active.Add(-1)
 	}

@@ -361,6 +361,10 @@ func (s *store) restore(db int, name string, e *entry, rec []byte, replace bool,
 	if replace {
 		s.uploads.drop(uploadKey(db, name))
 	}
+	var logged wholeRecord
+	if s.log != nil {
+		logged = placeWhole(db, name, at, -1, "", rec)
+	}
 	lock := s.stripeOf(db, name)
 	lock.Lock()
 	defer lock.Unlock()
@@ -376,7 +380,7 @@ func (s *store) restore(db int, name string, e *entry, rec []byte, replace bool,
 	var pos uint64
 	if s.log != nil {
 		var err error
-		if pos, err = s.log.appendPlace(db, name, at, -1, "", rec); err != nil {
+		if pos, err = s.log.appendWhole(logged); err != nil {
 			return false, 0, err
 		}
 	}

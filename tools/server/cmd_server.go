@@ -241,13 +241,7 @@ func cmdSlowlogGet(s *Server, _ *session, w replier, args [][]byte) {
 		}
 		count = n
 	}
-	l := &s.x.slowlog
-	l.mu.Lock()
-	if count == -1 || count > int64(len(l.entries)) {
-		count = int64(len(l.entries))
-	}
-	entries := append([]slowlogEntry(nil), l.entries[:count]...)
-	l.mu.Unlock()
+	entries := s.x.slowlog.newest(count)
 	w.WriteArray(len(entries))
 	for _, e := range entries {
 		w.WriteArray(6)
@@ -264,16 +258,11 @@ func cmdSlowlogGet(s *Server, _ *session, w replier, args [][]byte) {
 }
 
 func cmdSlowlogLen(s *Server, _ *session, w replier, _ [][]byte) {
-	s.x.slowlog.mu.Lock()
-	n := len(s.x.slowlog.entries)
-	s.x.slowlog.mu.Unlock()
-	w.WriteInt64(int64(n))
+	w.WriteInt64(int64(s.x.slowlog.len()))
 }
 
 func cmdSlowlogReset(s *Server, _ *session, w replier, _ [][]byte) {
-	s.x.slowlog.mu.Lock()
-	s.x.slowlog.entries = nil
-	s.x.slowlog.mu.Unlock()
+	s.x.slowlog.reset()
 	w.WriteString("OK")
 }
 

@@ -157,7 +157,7 @@ func init() {
 			"setuser": {slow: true, run: cmdACLSetuser}, "getuser": {run: cmdACLGetuser}, "deluser": {slow: true, run: cmdACLDeluser},
 			"list": {run: cmdACLList}, "users": {run: cmdACLUsers}, "whoami": {run: cmdACLWhoami}, "cat": {run: cmdACLCat},
 			"log": {run: cmdACLLog}, "save": {slow: true, run: cmdACLSave}, "load": {slow: true, run: cmdACLLoad},
-			"genpass": {run: cmdACLGenpass}, "dryrun": {run: cmdACLDryrun}, "help": {run: cmdHelp(aclHelp)},
+			"genpass": {run: cmdACLGenpass}, "dryrun": {slow: true, run: cmdACLDryrun}, "help": {run: cmdHelp(aclHelp)},
 		},
 		"object": {
 			"encoding": {run: cmdObjectEncoding}, "freq": {run: cmdObjectFreq}, "idletime": {run: cmdObjectIdletime},
@@ -168,7 +168,7 @@ func init() {
 			"purge": {slow: true, run: cmdMemoryPurge}, "help": {run: cmdHelp(memoryHelp)},
 		},
 		"slowlog": {
-			"get": {run: cmdSlowlogGet}, "len": {run: cmdSlowlogLen}, "reset": {run: cmdSlowlogReset}, "help": {run: cmdHelp(slowlogHelp)},
+			"get": {slow: true, run: cmdSlowlogGet}, "len": {run: cmdSlowlogLen}, "reset": {run: cmdSlowlogReset}, "help": {run: cmdHelp(slowlogHelp)},
 		},
 		"latency": {
 			"latest": {run: cmdLatencyLatest}, "history": {run: cmdLatencyHistory}, "reset": {run: cmdLatencyReset},

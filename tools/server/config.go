@@ -523,9 +523,7 @@ func cmdConfigSet(s *Server, _ *session, w replier, args [][]byte) {
 
 func cmdConfigResetstat(s *Server, _ *session, w replier, _ [][]byte) {
 	s.resetStats()
-	s.x.slowlog.mu.Lock()
-	s.x.slowlog.entries = nil
-	s.x.slowlog.mu.Unlock()
+	s.x.slowlog.reset()
 	w.WriteString("OK")
 }
 

@@ -697,6 +697,9 @@ func (c *connection) dispatch(args [][]byte, owned bool, size int) {
 	cmd, ok := lookup(args[0])
 	switch {
 	case !ok || !sess.authed || !cmd.arityOK(len(args)):
+	case sess.aclCheckHeavy(cmd, args, size): // (queued or run, a command is checked)
+		c.runOffLoop(cmd, args, owned)
+		return
 	case sess.multi != nil:
 		if cmd.name == "exec" && !sess.multi.dirty {
 			c.runOffLoop(cmd, args, owned)

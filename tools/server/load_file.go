@@ -60,6 +60,10 @@ func (s *Server) LoadFile(name, path string, replace bool) (FileLoad, error) {
 	if msg := st.writeRefusal(); msg != "" {
 		return FileLoad{}, fmt.Errorf("server: %s", msg)
 	}
+	var logged wholeRecord
+	if st.log != nil {
+		logged = loadWhole(0, name, rec.Bytes())
+	}
 	st.mu.Lock()
 	old := st.dbs[0].keys[name]
 	if old != nil && old.expiredAt(st.nowMs()) {
@@ -72,7 +76,7 @@ func (s *Server) LoadFile(name, path string, replace bool) (FileLoad, error) {
 	e.dirty.Store(true)
 	var pos uint64
 	if st.log != nil {
-		if pos, err = st.log.appendLoad(0, name, rec.Bytes()); err != nil {
+		if pos, err = st.log.appendWhole(logged); err != nil {
 			st.mu.Unlock()
 			return FileLoad{}, fmt.Errorf("server: logging the load of %s: %w", path, err)
 		}

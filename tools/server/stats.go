@@ -437,10 +437,67 @@ type slowlogEntry struct {
 	peer, name       string
 }
 
+// slowlog holds the newest entries in a ring: an entry goes in at a
+// constant cost however long the log may be (inserting at the front of a
+// slice moved the whole log for each command logged: with 12,000 entries,
+// a batch of small commands held the event loop seconds).
 type slowlog struct {
-	mu      sync.Mutex
-	entries []slowlogEntry // newest first
-	nextID  int64
+	mu sync.Mutex
+	// ring holds the entries oldest first from start on, wrapping; it is
+	// wrapped (start > 0) only while it holds the most entries allowed.
+	ring   []slowlogEntry
+	start  int
+	nextID int64
+}
+
+// put adds e, the newest, keeping at most max entries. Under l.mu.
+func (l *slowlog) put(e slowlogEntry, max int64) {
+	if int64(len(l.ring)) > max || l.start > 0 && int64(len(l.ring)) < max {
+		l.keepLocked(max) // max changed since the ring wrapped
+	}
+	if int64(len(l.ring)) < max {
+		l.ring = append(l.ring, e)
+		return
+	}
+	l.ring[l.start] = e // over the oldest
+	l.start = (l.start + 1) % len(l.ring)
+}
+
+// newest returns up to n entries, newest first (all for n < 0).
+func (l *slowlog) newest(n int64) []slowlogEntry {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if n < 0 || n > int64(len(l.ring)) {
+		n = int64(len(l.ring))
+	}
+	out := make([]slowlogEntry, n)
+	for i := range out {
+		out[i] = l.ring[(l.start+len(l.ring)-1-i)%len(l.ring)]
+	}
+	return out
+}
+
+func (l *slowlog) len() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.ring)
+}
+
+func (l *slowlog) reset() {
+	l.mu.Lock()
+	l.ring, l.start = nil, 0
+	l.mu.Unlock()
+}
+
+// keepLocked keeps the newest max entries, oldest first from the ring's
+// start. Under l.mu.
+func (l *slowlog) keepLocked(max int64) {
+	n := min(int64(len(l.ring)), max)
+	kept := make([]slowlogEntry, 0, n)
+	for i := int64(len(l.ring)) - n; i < int64(len(l.ring)); i++ {
+		kept = append(kept, l.ring[(l.start+int(i))%len(l.ring)])
+	}
+	l.ring, l.start = kept, 0
 }
 
 func (l *slowlog) add(s *Server, sess *session, c *command, args [][]byte, us int64) {
@@ -472,18 +529,16 @@ func (l *slowlog) add(s *Server, sess *session, c *command, args [][]byte, us in
 	l.mu.Lock()
 	e.id = l.nextID
 	l.nextID++
-	l.entries = slices.Insert(l.entries, 0, e)
-	if int64(len(l.entries)) > max {
-		l.entries = slices.Clip(l.entries[:max])
-	}
+	l.put(e, max)
 	l.mu.Unlock()
 }
 
-// trim drops the entries past max (CONFIG SET slowlog-max-len).
+// trim drops the entries past max, the oldest (CONFIG SET
+// slowlog-max-len).
 func (l *slowlog) trim(max int64) {
 	l.mu.Lock()
-	if int64(len(l.entries)) > max {
-		l.entries = slices.Clip(l.entries[:max])
+	if int64(len(l.ring)) > max {
+		l.keepLocked(max)
 	}
 	l.mu.Unlock()
 }

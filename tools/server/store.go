@@ -710,6 +710,10 @@ func (s *store) getOrCreateLogged(db int, name string, build func() (*entry, err
 // other record.
 func (s *store) put(db int, name string, e *entry, dump []byte) (bool, uint64, error) {
 	s.reapName(db, name)
+	var logged wholeRecord
+	if s.log != nil {
+		logged = loadWhole(db, name, dump)
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	d := s.dbs[db]
@@ -722,7 +726,7 @@ func (s *store) put(db int, name string, e *entry, dump []byte) (bool, uint64, e
 	var pos uint64
 	if s.log != nil {
 		var err error
-		if pos, err = s.log.appendLoad(db, name, dump); err != nil {
+		if pos, err = s.log.appendWhole(logged); err != nil {
 			return false, 0, err
 		}
 	}
