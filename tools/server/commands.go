@@ -154,8 +154,8 @@ func init() {
 			"help": {run: cmdHelp(commandHelp)},
 		},
 		"acl": {
-			"setuser": {slow: true, run: cmdACLSetuser}, "getuser": {run: cmdACLGetuser}, "deluser": {slow: true, run: cmdACLDeluser},
-			"list": {run: cmdACLList}, "users": {run: cmdACLUsers}, "whoami": {run: cmdACLWhoami}, "cat": {run: cmdACLCat},
+			"setuser": {slow: true, run: cmdACLSetuser}, "getuser": {slow: true, run: cmdACLGetuser}, "deluser": {slow: true, run: cmdACLDeluser},
+			"list": {slow: true, run: cmdACLList}, "users": {run: cmdACLUsers}, "whoami": {run: cmdACLWhoami}, "cat": {run: cmdACLCat},
 			"log": {run: cmdACLLog}, "save": {slow: true, run: cmdACLSave}, "load": {slow: true, run: cmdACLLoad},
 			"genpass": {run: cmdACLGenpass}, "dryrun": {slow: true, run: cmdACLDryrun}, "help": {run: cmdHelp(aclHelp)},
 		},

@@ -950,7 +950,7 @@ const copyChunk = 1 << 20
 // LOADCHUNK into fresh memory held the other for 258 ms, and the event
 // loop had none (a runtime trace of TestAuthenticatedAttacks beside CPU
 // hogs).
-func appendChunked(dst, src []byte) []byte {
+func appendChunked[S ~string | ~[]byte](dst []byte, src S) []byte {
 	dst = growChunked(dst, len(src))
 	for len(src) > copyChunk {
 		dst = append(dst, src[:copyChunk]...)

@@ -59,8 +59,32 @@ type replyWriter struct {
 
 func (w *replyWriter) Proto() int { return w.proto }
 
+// room makes room for n more bytes, before appends of at most that many:
+// past copyChunk, append's growth would copy the whole reply in one call
+// that the scheduler cannot stop (see growChunked), and a garbage
+// collection's stop of the world waits for it (a SLOWLOG GET's reply of
+// 50 MB: 162 ms in which the event loop was stopped).
+func (w *replyWriter) room(n int) {
+	if cap(w.b)-len(w.b) < n {
+		w.grow(n)
+	}
+}
+
+// grow is room's slow path, kept out of line so that room inlines.
+//
+//go:noinline
+func (w *replyWriter) grow(n int) {
+	if len(w.b) > copyChunk {
+		w.b = growChunked(w.b, n)
+	}
+}
+
+// tiny is the most the appends of a small reply take: a header, an int64.
+const tiny = 32
+
 // line appends a simple line whose text must not break the framing.
 func (w *replyWriter) line(prefix byte, s string) {
+	w.room(len(s) + 3)
 	w.b = append(w.b, prefix)
 	for i := 0; i < len(s); i++ {
 		c := s[i]
@@ -86,6 +110,7 @@ func (w *replyWriter) WriteString(str string) { w.line('+', str) }
 const bulkFraming = 1 + 20 + 4
 
 func (w *replyWriter) header(prefix byte, n int64) {
+	w.room(tiny)
 	w.b = append(w.b, prefix)
 	w.b = strconv.AppendInt(w.b, n, 10)
 	w.b = append(w.b, '\r', '\n')
@@ -93,6 +118,7 @@ func (w *replyWriter) header(prefix byte, n int64) {
 
 func (w *replyWriter) WriteInt64(num int64) {
 	// The replies of most commands are 0 or 1.
+	w.room(tiny)
 	switch num {
 	case 0:
 		w.b = append(w.b, ":0\r\n"...)
@@ -115,14 +141,16 @@ func (w *replyWriter) WriteBulk(bulk []byte) {
 }
 
 func (w *replyWriter) WriteBulkString(bulk string) {
+	w.room(len(bulk) + bulkFraming)
 	w.header('$', int64(len(bulk)))
-	w.b = append(w.b, bulk...)
+	w.b = appendChunked(w.b, bulk)
 	w.b = append(w.b, '\r', '\n')
 }
 
 func (w *replyWriter) WriteArray(count int) { w.header('*', int64(count)) }
 
 func (w *replyWriter) WriteNull() {
+	w.room(tiny)
 	if w.proto == 3 {
 		w.b = append(w.b, "_\r\n"...)
 		return
@@ -131,6 +159,7 @@ func (w *replyWriter) WriteNull() {
 }
 
 func (w *replyWriter) WriteNullArray() {
+	w.room(tiny)
 	if w.proto == 3 {
 		w.b = append(w.b, "_\r\n"...)
 		return
@@ -139,6 +168,7 @@ func (w *replyWriter) WriteNullArray() {
 }
 
 func (w *replyWriter) WriteBool(v bool) {
+	w.room(tiny)
 	switch {
 	case w.proto == 3 && v:
 		w.b = append(w.b, "#t\r\n"...)
@@ -167,6 +197,7 @@ func (w *replyWriter) WriteDouble(f float64) {
 		text = strconv.AppendFloat(buf[:0], f, 'g', -1, 64)
 	}
 	if w.proto == 3 {
+		w.room(len(text) + 3)
 		w.b = append(w.b, ',')
 		w.b = append(w.b, text...)
 		w.b = append(w.b, '\r', '\n')
@@ -194,9 +225,10 @@ func (w *replyWriter) WriteSet(count int) {
 // WriteVerbatim writes plain text (INFO's), marked "txt" in RESP3.
 func (w *replyWriter) WriteVerbatim(text string) {
 	if w.proto == 3 {
+		w.room(len(text) + 4 + bulkFraming)
 		w.header('=', int64(len(text)+4))
 		w.b = append(w.b, "txt:"...)
-		w.b = append(w.b, text...)
+		w.b = appendChunked(w.b, text)
 		w.b = append(w.b, '\r', '\n')
 		return
 	}
