@@ -200,6 +200,11 @@ func readChunked(r io.Reader, n int64, sized bool) ([]byte, error) {
 	}
 	for int64(len(b)) < n {
 		m := int(min(n-int64(len(b)), copyChunk))
+		if !sized {
+			// Room for no more than has arrived: a record that claims a
+			// large value and ends makes the reader allocate little.
+			m = min(m, max(len(b), 32<<10))
+		}
 		b = growChunked(b, m)
 		k, err := io.ReadFull(r, b[len(b):len(b)+m])
 		b = b[:len(b)+k]
