@@ -480,7 +480,9 @@ func (s *Server) addGroup(sess *session, e *entry, name []byte, group [][]byte, 
 	}
 	var pos uint64
 	if n > 0 {
-		pos = log.appendHashes(recBloomAdd, sess.db, name, 0, hs[:n])
+		pos = s.store.logChange(sess.db, name, e, func() uint64 {
+			return log.appendHashes(recBloomAdd, sess.db, name, 0, hs[:n])
+		})
 	}
 	return tried, pos
 }
@@ -526,7 +528,9 @@ func (s *Server) rbAddGroup(sess *session, e *entry, name []byte, group [][]byte
 	if n > 0 {
 		e.seq += uint64(n)
 		e.markDirty()
-		pos = log.appendRBAdds(sess.db, name, first, pairs[:n])
+		pos = s.store.logChange(sess.db, name, e, func() uint64 {
+			return log.appendRBAdds(sess.db, name, first, pairs[:n])
+		})
 	} else {
 		pos = log.tail.Load()
 	}

@@ -201,7 +201,9 @@ func (s *Server) cfAdds(sess *session, e *entry, name []byte, items [][]byte, nx
 		e.seq += uint64(n)
 		e.markDirty()
 		if log != nil {
-			pos = log.appendCuckoo(recCuckooAdd, sess.db, name, first, hs[:n])
+			pos = s.store.logChange(sess.db, name, e, func() uint64 {
+				return log.appendCuckoo(recCuckooAdd, sess.db, name, first, hs[:n])
+			})
 		}
 	} else if log != nil {
 		pos = log.tail.Load()
@@ -386,7 +388,9 @@ func cmdCFDel(s *Server, sess *session, w replier, args [][]byte) {
 		e.seq++
 		e.markDirty()
 		if s.store.log != nil {
-			pos = s.store.log.appendCuckoo(recCuckooDelete, sess.db, args[1], e.seq, []uint64{h})
+			pos = s.store.logChange(sess.db, args[1], e, func() uint64 {
+				return s.store.log.appendCuckoo(recCuckooDelete, sess.db, args[1], e.seq, []uint64{h})
+			})
 		}
 	} else if s.store.log != nil {
 		pos = s.store.log.tail.Load() // what it saw absent may be a delete not yet durable
@@ -424,7 +428,9 @@ func cmdCFCompact(s *Server, sess *session, w replier, args [][]byte) {
 	e.seq++
 	e.markDirty()
 	if s.store.log != nil {
-		pos = s.store.log.appendCuckoo(recCuckooCompact, sess.db, args[1], e.seq, nil)
+		pos = s.store.logChange(sess.db, args[1], e, func() uint64 {
+			return s.store.log.appendCuckoo(recCuckooCompact, sess.db, args[1], e.seq, nil)
+		})
 	}
 	sess.unlockEntry(e)
 	s.commitOK(sess, w, pos)
@@ -542,9 +548,11 @@ func (s *Server) cfLoadChunk(sess *session, w replier, e *entry, name []byte, it
 	if err == nil {
 		e.markDirty()
 		if log != nil {
-			var n uint64
-			pos, n = log.appendCuckooChunk(sess.db, name, e.seq+1, iter, data)
-			e.seq += n
+			pos = s.store.logChange(sess.db, name, e, func() uint64 {
+				p, n := log.appendCuckooChunk(sess.db, name, e.seq+1, iter, data)
+				e.seq += n
+				return p
+			})
 		}
 	}
 	sess.unlockEntry(e)

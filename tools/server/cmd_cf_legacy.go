@@ -39,7 +39,9 @@ func (s *Server) countingAdds(sess *session, e *entry, name []byte, items [][]by
 	if n > 0 {
 		e.markDirty()
 		if log != nil {
-			pos = log.appendHashes(recCountingAdd, sess.db, name, first, hs[:n])
+			pos = s.store.logChange(sess.db, name, e, func() uint64 {
+				return log.appendHashes(recCountingAdd, sess.db, name, first, hs[:n])
+			})
 		}
 	} else if log != nil {
 		pos = log.tail.Load()
@@ -95,7 +97,9 @@ func (s *Server) legacyDel(sess *session, w replier, e *entry, name, item []byte
 		e.seq++
 		e.markDirty()
 		if s.store.log != nil {
-			pos = s.store.log.appendRemove(sess.db, name, e.seq, h)
+			pos = s.store.logChange(sess.db, name, e, func() uint64 {
+				return s.store.log.appendRemove(sess.db, name, e.seq, h)
+			})
 		}
 		deleted = true
 	}

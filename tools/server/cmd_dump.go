@@ -269,9 +269,11 @@ func (s *Server) rbLoadChunk(sess *session, w replier, e *entry, name []byte, it
 	if err == nil && len(data) > 0 {
 		e.markDirty()
 		if log != nil {
-			var n uint64
-			pos, n = log.appendRBChunk(sess.db, name, e.seq+1, iter, data)
-			e.seq += n
+			pos = s.store.logChange(sess.db, name, e, func() uint64 {
+				p, n := log.appendRBChunk(sess.db, name, e.seq+1, iter, data)
+				e.seq += n
+				return p
+			})
 		}
 	}
 	if log != nil {
