@@ -459,9 +459,18 @@ func (l *appendLog) mirrorLocked() {
 	l.oldest.Store(int64(o))
 }
 
+// changeRecordHook, set by tests, runs before the record of a change to a
+// key that exists takes the log's lock: TestConcurrentClientsSurviveKill
+// makes it pause now and then, so that the rare orders of a change, its
+// record and other clients' commands become common.
+var changeRecordHook func()
+
 // appendHashes logs adds (recBloomAdd; seq unused) or a CF key's adds
 // (recCountingAdd, numbered from seq), at most hashesPerRecord of them.
 func (l *appendLog) appendHashes(kind byte, db int, key []byte, seq uint64, hs []uint64) uint64 {
+	if changeRecordHook != nil {
+		changeRecordHook()
+	}
 	l.mu.Lock()
 	start := begin(l, kind, db, key)
 	if kind == recCountingAdd {
@@ -476,6 +485,9 @@ func (l *appendLog) appendHashes(kind byte, db int, key []byte, seq uint64, hs [
 }
 
 func (l *appendLog) appendRemove(db int, key []byte, seq, h uint64) uint64 {
+	if changeRecordHook != nil {
+		changeRecordHook()
+	}
 	l.mu.Lock()
 	start := begin(l, recCountingRemove, db, key)
 	l.buf = binary.LittleEndian.AppendUint64(l.buf, seq)
@@ -524,6 +536,9 @@ func (l *appendLog) appendCreate(db int, key string, e *entry) uint64 {
 // appendRBAdds logs the adds of a RedisBloom key, numbered from seq: the
 // hash pairs of the items it took as new, at most hashesPerRecord.
 func (l *appendLog) appendRBAdds(db int, key []byte, seq uint64, pairs [][2]uint64) uint64 {
+	if changeRecordHook != nil {
+		changeRecordHook()
+	}
 	le := binary.LittleEndian
 	l.mu.Lock()
 	start := begin(l, recRBAdd, db, key)
@@ -548,6 +563,9 @@ func (l *appendLog) appendRBChunk(db int, key []byte, seq uint64, iter int64, da
 // the last and how many it wrote. A piece at bytes [p, p+n) of the
 // filter's dump is the chunk of iterator p + n + 1.
 func (l *appendLog) appendChunk(kind byte, db int, key []byte, seq uint64, iter int64, data []byte) (uint64, uint64) {
+	if changeRecordHook != nil {
+		changeRecordHook()
+	}
 	le := binary.LittleEndian
 	start := uint64(iter) - uint64(len(data)) - 1 // the chunk's first byte; LoadChunk checked it
 	var pos, n uint64

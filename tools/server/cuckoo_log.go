@@ -64,6 +64,9 @@ func appendCuckooHeader(dst []byte, in redisbloom.CuckooInfo) []byte {
 // (recCuckooAdd), the delete of hs[0] (recCuckooDelete) or a compaction
 // (recCuckooCompact, hs empty).
 func (l *appendLog) appendCuckoo(kind byte, db int, key []byte, seq uint64, hs []uint64) uint64 {
+	if changeRecordHook != nil {
+		changeRecordHook()
+	}
 	le := binary.LittleEndian
 	l.mu.Lock()
 	start := begin(l, kind, db, key)
