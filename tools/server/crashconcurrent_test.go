@@ -25,9 +25,9 @@ import (
 // the same key run at once on different event loops and goroutines, and
 // the order in which the log records them must still be the order in
 // which they changed the keyspace, or the replay after a crash builds
-// another keyspace than the one the clients were answered from: a key
-// deleted and made again getting an item of its old self, a rename
-// missing an add that was acknowledged before it.
+// another keyspace than the one the clients were answered from (as it
+// did: a key removed and made again got the items of adds to its old
+// self, TestChangeRacingItsKeysReplacement).
 
 // concurrentLoops is the GOMAXPROCS the server processes of these tests
 // run with: four event loops (Config.EventLoops), as on an eight-core
@@ -35,21 +35,36 @@ import (
 // two cores of CI.
 const concurrentLoops = "8"
 
-// jitterEnv, set for the server processes of these tests, makes the
-// record of a change wait a random moment now and then (changeRecordHook),
-// as a thread the kernel deschedules there would: the orders of commands
-// that a busy machine makes once in a long while, made in every run.
+// jitterEnv, set for the server processes of these tests ("n,µs"), makes
+// the record of one change in n wait up to µs microseconds
+// (changeRecordHook), as a thread the kernel deschedules there would:
+// the orders of commands that a busy machine makes once in a long while,
+// made in every run ("0,0" turns it off). Without it the churn round of
+// TestConcurrentClientsSurviveKill did not meet the race it was written
+// for (TestChangeRacingItsKeysReplacement) in runs on the server before
+// the fix; with it, it met it in every one.
 const jitterEnv = "OHBLOOM_TEST_CHANGE_JITTER"
 
+// jitter is jitterEnv's value unless the environment sets another; the
+// churn round of TestConcurrentClientsSurviveKill pauses more often.
+const jitter, churnJitter = "8,3000", "2,2000"
+
 func init() {
-	if v := os.Getenv(jitterEnv); v != "" {
-		one, most := 8, 3000
-		fmt.Sscanf(v, "%d,%d", &one, &most)
+	var one, most int
+	if _, err := fmt.Sscanf(os.Getenv(jitterEnv), "%d,%d", &one, &most); err == nil && one > 0 && most > 0 {
 		changeRecordHook = func() {
 			if rand.IntN(one) == 0 {
 				time.Sleep(time.Duration(rand.IntN(most)) * time.Microsecond)
 			}
 		}
+	}
+}
+
+// setJitter sets jitterEnv to v for the server processes a test starts,
+// unless the environment of the test sets it.
+func setJitter(t *testing.T, v string) {
+	if _, set := os.LookupEnv(jitterEnv); !set {
+		t.Setenv(jitterEnv, v)
 	}
 }
 
@@ -122,11 +137,6 @@ type concurrentClient struct {
 	id      int
 	n       int  // items made
 	noFlush bool // no FLUSHALL (see TestConcurrentAcknowledgedSurviveKill)
-	// noMoves leaves out what runs alone on its keys once every command
-	// on them has ended (RENAME, RENAMENX, COPY, MOVE, SWAPDB, MULTI):
-	// while one waits for a command, no other client's command on its keys
-	// runs, and the interleavings of adds and removals are fewer.
-	noMoves bool
 	// keys and dbs are how many keys of each type and how many databases
 	// its commands name.
 	keys, dbs int
@@ -162,11 +172,7 @@ func (g *concurrentClient) command(inTx bool) []string {
 	for {
 		cf := g.rng.IntN(3) == 0
 		k := g.key(cf)
-		r := g.rng.IntN(100)
-		if g.noMoves && g.rng.IntN(2) == 0 {
-			r = 99 // an add: the key removed is made again at once
-		}
-		switch {
+		switch r := g.rng.IntN(100); {
 		case r < 12 && cf:
 			return []string{"CF.ADD", k, fmt.Sprint("i", g.rng.IntN(50))}
 		case r < 18 && cf:
@@ -191,28 +197,16 @@ func (g *concurrentClient) command(inTx bool) []string {
 			}
 			return []string{"SELECT", g.db()}
 		case r < 40:
-			if g.noMoves {
-				continue
-			}
 			return []string{"RENAME", k, g.key(cf)}
 		case r < 43:
-			if g.noMoves {
-				continue
-			}
 			return []string{"RENAMENX", k, g.key(cf)}
 		case r < 49:
-			if g.noMoves {
-				continue
-			}
 			op := []string{"COPY", k, g.key(cf), "DB", g.db()}
 			if g.rng.IntN(2) == 0 {
 				op = append(op, "REPLACE")
 			}
 			return op
 		case r < 54:
-			if g.noMoves {
-				continue
-			}
 			return []string{"MOVE", k, g.db()}
 		case r < 61:
 			return []string{"EXPIRE", k, strconv.Itoa(1000 + g.rng.IntN(1000))}
@@ -229,9 +223,6 @@ func (g *concurrentClient) command(inTx bool) []string {
 			}
 			return op
 		case r < 79:
-			if g.noMoves {
-				continue
-			}
 			return []string{"SWAPDB", g.db(), g.db()}
 		case r < 82:
 			return []string{"FLUSHDB"}
@@ -256,12 +247,53 @@ func (g *concurrentClient) command(inTx bool) []string {
 	}
 }
 
+// churnSteps is a run of a client of the churn round. Client 0 removes b0
+// or c0 (DEL, PEXPIRE 0, FLUSHDB, FLUSHALL, RESTORE REPLACE) and adds to
+// it at once, making it again, n/4 times; the others only add to both,
+// n times, and so go on adding after client 0's last removals: the adds
+// to a key's old self that were on their way to the log then, if they are
+// logged after the key was made again, give a replay a key that the live
+// server does not hold. Nothing else runs: a RENAME, COPY, MOVE, SWAPDB
+// or MULTI on a key waits until every command on it has ended, and no
+// other command on it runs meanwhile.
+func (g *concurrentClient) churnSteps(n int) []step {
+	var steps []step
+	add := func(cf bool) []string {
+		if cf {
+			if g.rng.IntN(6) == 0 {
+				return []string{"CF.DEL", "c0", fmt.Sprint("i", g.rng.IntN(50))}
+			}
+			return []string{"CF.ADD", "c0", fmt.Sprint("i", g.rng.IntN(50))}
+		}
+		if g.rng.IntN(2) == 0 {
+			return append([]string{"BF.ADD", "b0"}, g.items(1)...)
+		}
+		return append([]string{"BF.MADD", "b0"}, g.items(3)...)
+	}
+	if g.id > 0 {
+		for range n {
+			steps = append(steps, step{add(g.rng.IntN(3) == 0)})
+		}
+		return steps
+	}
+	for i := range n / 4 {
+		cf := i%2 == 1
+		k := []string{"b0", "c0"}[i%2]
+		removal := [][]string{
+			{"DEL", k}, {"PEXPIRE", k, "0"}, {"FLUSHDB"}, {"FLUSHALL"},
+			{"RESTORE", k, "0", g.dumps[b2i(cf)], "REPLACE"},
+		}[g.rng.IntN(5)]
+		steps = append(steps, step{removal}, step{add(cf)})
+	}
+	return steps
+}
+
 // steps is the client's whole run: its commands, one in ten of its steps
 // a MULTI block of two to four.
 func (g *concurrentClient) steps(n int) []step {
 	steps := make([]step, 0, n)
 	for range n {
-		if g.noMoves || g.rng.IntN(10) > 0 {
+		if g.rng.IntN(10) > 0 {
 			steps = append(steps, step{g.command(false)})
 			continue
 		}
@@ -431,24 +463,26 @@ func TestConcurrentClientsSurviveKill(t *testing.T) {
 		clients, scale = 4, 4
 	}
 	t.Setenv("GOMAXPROCS", concurrentLoops) // the server processes'
-	if os.Getenv(jitterEnv) == "" {
-		t.Setenv(jitterEnv, "1")
-	}
 	for round, r := range []struct {
 		policy    string
 		saveEvery time.Duration
 		steps     int
-		noMoves   bool // one key of each type in one database, and no moves
+		churn     bool // churnSteps rather than steps
 	}{
 		{"always", -1, 300, false}, {"always", 3 * time.Millisecond, 300, false},
-		{"everysec", -1, 1000, false}, {"everysec", -1, 1000, true},
+		{"everysec", -1, 500, false}, {"everysec", -1, 1000, true},
 	} {
 		n := r.steps / scale
 		name := fmt.Sprint(r.policy, " save every ", r.saveEvery)
-		if r.noMoves {
-			name += " adds and removals of one key"
+		if r.churn {
+			name += " churn"
 		}
 		t.Run(name, func(t *testing.T) {
+			if r.churn {
+				setJitter(t, churnJitter)
+			} else {
+				setJitter(t, jitter)
+			}
 			dir := t.TempDir()
 			cmd, addr := serverProcess(t, dir, r.policy, r.saveEvery)
 			items := []string{}
@@ -459,10 +493,11 @@ func TestConcurrentClientsSurviveKill(t *testing.T) {
 			var runs [][]step
 			for c := range clients {
 				g := &concurrentClient{rng: rand.New(rand.NewPCG(uint64(round), uint64(c))), id: c, dumps: dumps, keys: 2, dbs: 2}
-				if r.noMoves {
-					g.keys, g.dbs, g.noMoves = 1, 1, true
+				if r.churn {
+					runs = append(runs, g.churnSteps(n))
+				} else {
+					runs = append(runs, g.steps(n))
 				}
-				runs = append(runs, g.steps(n))
 				items = append(items, g.bfItems...)
 			}
 			conns := make([]net.Conn, clients)
@@ -645,7 +680,7 @@ func TestConcurrentAcknowledgedSurviveKill(t *testing.T) {
 		others, adders, n = 3, 2, 100
 	}
 	t.Setenv("GOMAXPROCS", concurrentLoops) // the server process's
-	t.Setenv(jitterEnv, "1")
+	setJitter(t, jitter)
 	dir := t.TempDir()
 	cmd, addr := serverProcess(t, dir, "always", 3*time.Millisecond)
 	dumps := dumpsToRestore(t)
@@ -680,7 +715,7 @@ func TestConcurrentAcknowledgedSurviveKill(t *testing.T) {
 					if err := ack.note(cmd, r); err != nil {
 						t.Errorf("adder %d: %v", c, err)
 					}
-					if cmd[0] != "MULTI" && answered.Add(1) >= int64(adders*n/2) {
+					if answered.Add(1) >= int64(adders*n/2) {
 						kill()
 					}
 				case r.isError() && !expectedError(r.text):

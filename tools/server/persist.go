@@ -67,6 +67,12 @@ package server
 //     the others: rotate).
 //   - DEL and FLUSHALL remove keys; a file that could not be removed is
 //     removed by the next save, before the segment holding the removal is.
+//   - A change to a key that exists (an add, a CF delete, a chunk) is
+//     logged only while the key still is the one it changed, under the
+//     keyspace's read lock (store.logChange); whatever removes or replaces
+//     a key logs that under its write lock. So no record of a change
+//     follows the removal of its key, where the replay would give it to a
+//     key made since under the same name.
 //   - Records of keys that do not exist or hold another type are skipped:
 //     they belong to an incarnation of the key that a later record
 //     deletes, or that a snapshot already replaced.

@@ -668,18 +668,20 @@ func (s *store) getBytes(db int, name []byte) *entry {
 // position the change's reply waits for.
 //
 // A command finds its key, changes it, then logs the change, holding
-// nothing that a removal of the key waits for: a DEL, FLUSHDB, expiry or
-// RESTORE REPLACE on another event loop, or one that ran while the
-// command waited off its loop for the key's lock (a save copying it). A
-// removal and a new key of the same name logged in between put the
-// change's record after the new key's creation, and the replay after a
-// crash gave the change to the new key (TestChangeRacingItsKeysReplacement).
-// Whatever changes which key a name holds does it and logs it under the
-// keyspace's write lock; under its read lock the record goes before the
-// removal, or the key is gone and so is the change, which then needs no
-// record. Its reply waits for the log's tail, the removal's record
-// included. (RENAME, MOVE, COPY and SWAPDB need no such check: they run
-// alone on their keys, once every command on them has ended.)
+// nothing that a removal of the key waits for: another client's DEL,
+// FLUSHDB, RESTORE REPLACE or expiry runs meanwhile on another event loop
+// or goroutine, also while the command waits off its loop for the key's
+// lock (a save copying it). A removal and a new key of the same name
+// logged in between put the change's record after the new key's
+// creation, and the replay after a crash gave the change to the new key
+// (TestChangeRacingItsKeysReplacement). Whatever changes which key a name
+// holds does it and logs it under the keyspace's write lock; under its
+// read lock the record goes before the removal, or the key is gone and so
+// is the change, which then needs no record; the reply waits for the
+// log's tail, the removal's record included. (RENAME, MOVE, COPY and
+// SWAPDB need no such check: they run alone on their keys, once every
+// command on them has ended. They are also all that takes a key's e.mu
+// under the keyspace's lock, which a caller here may hold.)
 func (s *store) logChange(db int, name []byte, e *entry, add func() uint64) uint64 {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
