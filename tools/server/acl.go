@@ -86,10 +86,9 @@ type userState struct {
 	// unrestricted: the root selector allows every command and key, so
 	// no check is needed (the default user's state).
 	unrestricted bool
-	// keyWords is the matcher's words of state of every key pattern of
-	// every selector: a check of a key reads it once per pattern, a word
-	// per 64 tokens of the pattern at each byte (see aclCheckHeavy).
-	keyWords uint64
+	// keyWork is the matcher's work per byte of a key for every key
+	// pattern of every selector (globPattern.work, see aclCheckHeavy).
+	keyWork uint64
 }
 
 type selector struct {
@@ -107,9 +106,8 @@ type selector struct {
 }
 
 type keyPattern struct {
-	perm    uint8
-	pattern string
-	glob    *globPattern
+	perm uint8
+	glob globPattern // its text is the pattern
 }
 
 func newSelector(root bool) *selector {
@@ -266,7 +264,7 @@ func (sel *selector) apply(op string) error {
 			return errACLSyntax
 		}
 		for i := range sel.patterns {
-			if sel.patterns[i].pattern == pat {
+			if sel.patterns[i].glob.text == pat {
 				sel.patterns[i].perm |= perm
 				return nil
 			}
@@ -274,7 +272,7 @@ func (sel *selector) apply(op string) error {
 		if len(sel.patterns) >= maxUserItems {
 			return errACLTooMany
 		}
-		sel.patterns = append(sel.patterns, keyPattern{perm: perm, pattern: pat, glob: compileGlob(pat, false)})
+		sel.patterns = append(sel.patterns, keyPattern{perm: perm, glob: *compileGlob(pat, false)})
 	case op != "" && op[0] == '&':
 		if sel.allChannels {
 			return errACLChanAfter
@@ -462,18 +460,19 @@ func (st *userState) apply(op string) error {
 func (st *userState) finish() *userState {
 	r := st.selectors[0]
 	st.unrestricted = r.allCommands && r.allKeys
-	st.keyWords = 0
+	st.keyWork = 0
 	for _, sel := range st.selectors {
-		for _, p := range sel.patterns {
-			st.keyWords += uint64(p.glob.words)
+		for i := range sel.patterns {
+			st.keyWork += sel.patterns[i].glob.work()
 		}
 	}
 	return st
 }
 
 // maxLoopMatchWords bounds the work of checking a command's keys against
-// its user's key patterns on an event loop, in words of the matcher's
-// state: about as long as a command of maxLoopBytes takes.
+// its user's key patterns on an event loop, in steps of the matcher (a
+// word of its state, or a byte of its table): about as long as a command
+// of maxLoopBytes takes.
 const maxLoopMatchWords = 1 << 21
 
 // aclCheckHeavy reports whether checking the command args, cmd (size
@@ -486,7 +485,7 @@ func (sess *session) aclCheckHeavy(cmd command, args [][]byte, size int) bool {
 		return false
 	}
 	st := sess.user.state.Load()
-	if st.unrestricted || st.keyWords == 0 {
+	if st.unrestricted || st.keyWork == 0 {
 		return false
 	}
 	if sub, msg := cmd.resolve(args); msg != "" || !sub.meta.hasKeys() {
@@ -497,7 +496,7 @@ func (sess *session) aclCheckHeavy(cmd command, args [][]byte, size int) bool {
 			size += len(a)
 		}
 	}
-	return uint64(size)*st.keyWords > maxLoopMatchWords
+	return size > 0 && st.keyWork > maxLoopMatchWords/uint64(size) // the product may overflow
 }
 
 func hashPassword(pw []byte) string {
@@ -662,11 +661,11 @@ func (sel *selector) commandRules() string {
 func (p keyPattern) String() string {
 	switch p.perm {
 	case keyPermRead:
-		return "%R~" + p.pattern
+		return "%R~" + p.glob.text
 	case keyPermWrite:
-		return "%W~" + p.pattern
+		return "%W~" + p.glob.text
 	}
-	return "~" + p.pattern
+	return "~" + p.glob.text
 }
 
 // check reports whether the user may run c with args, and if not why and
@@ -730,7 +729,8 @@ func (sel *selector) keyAllowed(key []byte, flags uint16) bool {
 	if flags&(keyInsert|keyDelete|keyUpdate) != 0 {
 		need |= keyPermWrite
 	}
-	for _, p := range sel.patterns {
+	for i := range sel.patterns {
+		p := &sel.patterns[i]
 		if p.perm&need != need {
 			continue
 		}

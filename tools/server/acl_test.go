@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -500,4 +501,121 @@ func TestACLInTransactions(t *testing.T) {
 	if r := c.run(t, "EXEC"); r != "*1\r\n-NOPERM ACLs rules changed between the moment the transaction was accumulated and the EXEC call. This command is no longer allowed for the following reason: no permission to execute the command or subcommand\r\n" {
 		t.Fatalf("EXEC after the rules changed: %q", r)
 	}
+}
+
+// Key patterns of any length are checked as Redis checks them: past
+// 1,087 tokens the matcher once indexed past a fixed buffer, and every
+// command of such a user was answered with an internal error.
+func TestACLLongKeyPatterns(t *testing.T) {
+	_, addr := start(t, Config{})
+	admin := dial(t, addr)
+	patterns := []string{
+		strings.Repeat("k", 1088),
+		strings.Repeat("[kq]", 1100),                                             // 1,100 tokens
+		"r:" + strings.Repeat("?*[^x]\\*", 1000),                                 // 3,002 tokens, 1,000 stars apart
+		strings.Repeat("*a", 1001),                                               // 1,001 stars apart: Redis's nesting limit
+		"s" + strings.Repeat("*", 5000) + "[" + strings.Repeat("st", 3000) + "]", // long runs
+	}
+	setuser := []string{"ACL", "SETUSER", "long", "on", ">pw", "+@all"}
+	for _, p := range patterns {
+		setuser = append(setuser, "~"+p)
+	}
+	if r := admin.do(t, setuser...); r != "+OK" {
+		t.Fatalf("ACL SETUSER: %q", r)
+	}
+	c := dial(t, addr)
+	if r := c.do(t, "AUTH", "long", "pw"); r != "+OK" {
+		t.Fatalf("AUTH: %q", r)
+	}
+	mixed := "r:" + strings.Repeat("ab*", 999) + "zzb*"
+	keys := []string{
+		patterns[0], patterns[0] + "k", patterns[0][1:],
+		strings.Repeat("q", 1100), strings.Repeat("kq", 550), strings.Repeat("q", 1099), strings.Repeat("q", 1099) + "x",
+		mixed, mixed[:len(mixed)-1] + "a", mixed + "x", strings.Replace(mixed, "b", "x", 1),
+		strings.Repeat("a", 1001), "b" + strings.Repeat("a", 1001), strings.Repeat("a", 1000) + "b",
+		"st", "sxyzt", "s", "ss" + strings.Repeat("x", 9000) + "t", "s" + strings.Repeat("x", 9000) + "u",
+	}
+	allowed := 0
+	for _, key := range keys {
+		want := "-NOPERM No permissions to access a key"
+		for _, p := range patterns {
+			if redisMatch(p, key, false) {
+				want = ":0"
+				allowed++
+				break
+			}
+		}
+		if r := c.do(t, "BF.EXISTS", key, "x"); r != want {
+			t.Fatalf("BF.EXISTS of a key of %d bytes (%.30q…): %q, Redis's matcher says %q", len(key), key, r, want)
+		}
+	}
+	if allowed < 6 || allowed > len(keys)-6 {
+		t.Fatalf("%d keys of %d allowed: the cases test too little", allowed, len(keys))
+	}
+}
+
+// heapAfter is the live heap after f, collected.
+func heapAfter(f func()) uint64 {
+	f()
+	runtime.GC()
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return m.HeapAlloc
+}
+
+// A key pattern holds, beyond its text (kept once, as Redis keeps it),
+// at most 2 bytes for each byte of it, whatever its shape, and a pattern
+// of a few bytes a few dozen bytes: an authenticated client may not make
+// the server hold much more than it sends. The compiled form once held 32
+// bytes a token, and 2 KiB for any pattern of up to 63 tokens.
+func TestACLKeyPatternMemory(t *testing.T) {
+	s, _ := start(t, Config{})
+	const size = 1 << 20
+	for _, shape := range []struct{ name, piece string }{
+		{"literal", "k"},
+		{"questions", "?"},
+		{"classes", "[kq]"},
+		{"long classes", "[" + strings.Repeat("k", 30) + "]"},
+		{"stars", "a*"},
+		{"star runs", "a" + strings.Repeat("*", 40)},
+		{"mixed", "a?*[b-c]\\*"},
+	} {
+		op := "~" + strings.Repeat(shape.piece, size/len(shape.piece))
+		before := heapAfter(func() { s.setUser("big", []string{"reset"}) })
+		after := heapAfter(func() {
+			if msg := s.setUser("big", []string{"reset", op}); msg != "" {
+				t.Fatal(msg)
+			}
+		})
+		perByte := (float64(after) - float64(before)) / float64(len(op))
+		t.Logf("%s: %.2f bytes held per byte of pattern, beyond it", shape.name, perByte)
+		if perByte > 2 {
+			t.Errorf("a %s pattern of %d bytes holds %.1f bytes per byte", shape.name, len(op), perByte)
+		}
+		runtime.KeepAlive(op)
+	}
+	// Many small patterns: 64 selectors of 1,024 patterns of 8 bytes.
+	ops := []string{"reset"}
+	for i := range 64 {
+		var b strings.Builder
+		b.WriteString("(")
+		for j := range 1024 {
+			fmt.Fprintf(&b, "~k%06d ", i*1024+j)
+		}
+		b.WriteString("+get)")
+		ops = append(ops, b.String())
+	}
+	before := heapAfter(func() {})
+	after := heapAfter(func() {
+		if msg := s.setUser("many", ops); msg != "" {
+			t.Fatal(msg)
+		}
+	})
+	perPattern := (float64(after) - float64(before)) / (64 * 1024)
+	t.Logf("64 Ki patterns of 8 bytes: %.0f bytes held per pattern", perPattern)
+	if perPattern > 128 {
+		t.Errorf("a pattern of 8 bytes holds %.0f bytes", perPattern)
+	}
+	runtime.KeepAlive(ops)
 }

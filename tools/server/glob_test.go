@@ -392,3 +392,112 @@ func BenchmarkGlob(b *testing.B) {
 		})
 	}
 }
+
+// Patterns far longer than KEYS takes, as ACL key patterns are (Redis
+// bounds them by nothing): around the sizes where a fixed state buffer
+// of the matcher ended (1,088 tokens) and up to 64 KiB, of every shape,
+// against names made from the pattern (that mostly match) and the same
+// with a byte changed, as Redis's stringmatchlen answers them. The
+// matcher once panicked on any of these past 1,087 tokens.
+func TestGlobLongPatternsMatchRedis(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	sizes := []int{1000, 1088, 4096, 64 << 10}
+	if testing.Short() {
+		sizes = sizes[:3]
+	}
+	const alphabet = "ab\x80\xff"
+	shapes := map[string]func() string{
+		"literal": func() string { return string(alphabet[rng.IntN(len(alphabet))]) },
+		"stars": func() string {
+			if rng.IntN(8) == 0 {
+				return strings.Repeat("*", 1+rng.IntN(40))
+			}
+			return string(alphabet[rng.IntN(2)])
+		},
+		"classes": func() string {
+			return [...]string{"[ab]", "[^a]", "[a-b]", "[\x80-\xff]", "[" + strings.Repeat("b", 40) + "a]", `[\]]`}[rng.IntN(6)]
+		},
+		"pieces": func() string { // literal bytes and stars only
+			return [...]string{"a", "b", "ab", "*", "\xff"}[rng.IntN(5)]
+		},
+		"questions": func() string { return "?" },
+		"escapes":   func() string { return `\` + string(`*?[\a`[rng.IntN(5)]) },
+		"mixed": func() string {
+			return [...]string{"a", "b", "*", "?", "[ab]", "[^b]", `\*`, "**", "\xff"}[rng.IntN(9)]
+		},
+	}
+	// name makes a name the pattern mostly matches: a byte for each
+	// token, a few for each star.
+	name := func(pattern string) string {
+		var b strings.Builder
+		for p := 0; p < len(pattern); p++ {
+			switch c := pattern[p]; c {
+			case '*':
+				for range rng.IntN(3) {
+					b.WriteByte(alphabet[rng.IntN(len(alphabet))])
+				}
+			case '?':
+				b.WriteByte(alphabet[rng.IntN(len(alphabet))])
+			case '[':
+				end := strings.IndexByte(pattern[p+1:], ']')
+				if end < 0 {
+					end = len(pattern) - p - 1
+				}
+				b.WriteByte("ab]\x90"[rng.IntN(4)])
+				p += end + 1
+			case '\\':
+				if p+1 < len(pattern) {
+					p++
+				}
+				b.WriteByte(pattern[p])
+			default:
+				b.WriteByte(c)
+			}
+		}
+		return b.String()
+	}
+	matched, unmatched := 0, 0
+	for _, size := range sizes {
+		for shape, token := range shapes {
+			for round := range 4 {
+				var p strings.Builder
+				for p.Len() < size {
+					p.WriteString(token())
+				}
+				pattern := p.String()
+				if round == 1 {
+					pattern = "*" + pattern[1:]
+				}
+				nocase := round == 3 // as CONFIG GET reads patterns
+				g := compileGlob(pattern, nocase)
+				n := name(pattern)
+				changed := []byte(n)
+				if len(changed) > 0 {
+					changed[rng.IntN(len(changed))] ^= 1
+				}
+				upper := []byte(n)
+				for i := range upper {
+					if upper[i] == 'a' && rng.IntN(2) == 0 {
+						upper[i] = 'A'
+					}
+				}
+				for _, key := range []string{n, string(changed), n[:len(n)/2], n + "a", string(upper)} {
+					if key == "" {
+						continue
+					}
+					if got, want := g.match(key), redisMatch(pattern, key, nocase); got != want {
+						t.Fatalf("%s pattern of %d bytes (%.40q…, nocase %v) against a name of %d bytes: %v, Redis says %v",
+							shape, len(pattern), pattern, nocase, len(key), got, want)
+					} else if got {
+						matched++
+					} else {
+						unmatched++
+					}
+				}
+			}
+		}
+	}
+	if matched < 50 || unmatched < 50 {
+		t.Fatalf("%d names matched and %d did not: the cases test too little", matched, unmatched)
+	}
+}
