@@ -94,6 +94,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -404,28 +405,41 @@ func (l *appendLog) clock() time.Duration {
 // where.
 func begin[K ~string | ~[]byte](l *appendLog, kind byte, db int, key K) int {
 	start := len(l.buf)
-	l.buf = append(l.buf, 0, 0, 0, 0, 0, 0, 0, 0)
-	if db != 0 {
-		l.buf = append(l.buf, recInDB)
-		l.buf = binary.AppendUvarint(l.buf, uint64(db))
-	}
-	l.buf = append(l.buf, kind)
-	if kind != recFlushAll && kind != recFlushDB && kind != recSwapDB {
-		l.buf = binary.AppendUvarint(l.buf, uint64(len(key)))
-		l.buf = append(l.buf, key...)
-	}
+	l.buf = beginRecord(l.buf, kind, db, key)
 	return start
+}
+
+// beginRecord appends the start of a record of the key of database db to
+// dst: room for its length, and its body up to the key.
+func beginRecord[K ~string | ~[]byte](dst []byte, kind byte, db int, key K) []byte {
+	dst = append(dst, 0, 0, 0, 0, 0, 0, 0, 0)
+	if db != 0 {
+		dst = append(dst, recInDB)
+		dst = binary.AppendUvarint(dst, uint64(db))
+	}
+	dst = append(dst, kind)
+	if kind != recFlushAll && kind != recFlushDB && kind != recSwapDB {
+		dst = binary.AppendUvarint(dst, uint64(len(key)))
+		dst = append(dst, key...)
+	}
+	return dst
 }
 
 // seal writes the record's length and checksum and returns the position
 // after it.
 func (l *appendLog) seal(start int) uint64 {
-	body := l.buf[start+8:]
-	n := uint32(len(body))
-	binary.LittleEndian.PutUint32(l.buf[start:], n)
-	binary.LittleEndian.PutUint32(l.buf[start+4:], ^n)
-	l.buf = binary.LittleEndian.AppendUint64(l.buf, xxh3.Hash(body))
+	l.buf = sealRecord(l.buf, start)
 	return l.appendedLocked(uint64(len(l.buf) - start))
+}
+
+// sealRecord writes the length of the record that starts at dst[start:]
+// and appends its checksum.
+func sealRecord(dst []byte, start int) []byte {
+	body := dst[start+8:]
+	n := uint32(len(body))
+	binary.LittleEndian.PutUint32(dst[start:], n)
+	binary.LittleEndian.PutUint32(dst[start+4:], ^n)
+	return binary.LittleEndian.AppendUint64(dst, xxh3.Hash(body))
 }
 
 func (l *appendLog) appendedLocked(n uint64) uint64 {
@@ -552,35 +566,60 @@ func (l *appendLog) appendRBAdds(db int, key []byte, seq uint64, pairs [][2]uint
 	return pos
 }
 
-// appendRBChunk logs a BF.LOADCHUNK data chunk of a RedisBloom key
-// (appendChunk).
-func (l *appendLog) appendRBChunk(db int, key []byte, seq uint64, iter int64, data []byte) (uint64, uint64) {
-	return l.appendChunk(recRBChunk, db, key, seq, iter, data)
+// chunkRecords are the records of a LOADCHUNK data chunk, made,
+// checksums and all, before the caller takes the store's lock and the
+// log's to log them (appendChunk): copied into the log's buffer under its
+// lock, a data chunk of 60 MB held every create and DEL, which wait for
+// it holding the store's write lock, and so every lookup (a BF.LOADCHUNK
+// beside a client making and removing keys: 378 ms).
+type chunkRecords struct {
+	b []byte
+	n uint64 // how many records b holds
 }
 
-// appendChunk logs a LOADCHUNK data chunk as records of kind of at most
-// rbChunkPiece bytes, numbered from seq, and returns the position after
-// the last and how many it wrote. A piece at bytes [p, p+n) of the
-// filter's dump is the chunk of iterator p + n + 1.
-func (l *appendLog) appendChunk(kind byte, db int, key []byte, seq uint64, iter int64, data []byte) (uint64, uint64) {
+// newChunkRecords makes the records of kind (recRBChunk, recCuckooChunk)
+// of a data chunk of the key of database db, numbered from seq: pieces
+// of at most rbChunkPiece bytes. A piece at bytes [p, p+n) of the
+// filter's dump is the chunk of iterator p + n + 1. The pieces are copied
+// a copyChunk at a time, with a yield between (see appendChunked).
+func newChunkRecords(kind byte, db int, key []byte, seq uint64, iter int64, data []byte) chunkRecords {
+	le := binary.LittleEndian
+	start := uint64(iter) - uint64(len(data)) - 1 // the chunk's first byte; LoadChunk checked it
+	pieces := (len(data) + rbChunkPiece - 1) / rbChunkPiece
+	// Each record: its length twice and its checksum, 16 bytes; the
+	// in-database and kind bytes, the database and the key's length as
+	// uvarints, the key; its seq and iterator, 16 bytes.
+	each := 16 + 2 + 2*binary.MaxVarintLen64 + len(key) + 16
+	r := chunkRecords{b: make([]byte, 0, len(data)+pieces*each)}
+	copied := 0
+	for off := 0; off < len(data); off += rbChunkPiece {
+		piece := data[off:min(len(data), off+rbChunkPiece)]
+		at := len(r.b)
+		r.b = beginRecord(r.b, kind, db, key)
+		r.b = le.AppendUint64(r.b, seq+r.n)
+		r.b = le.AppendUint64(r.b, start+uint64(off)+uint64(len(piece))+1)
+		r.b = append(r.b, piece...)
+		r.b = sealRecord(r.b, at)
+		r.n++
+		if copied += len(piece); copied >= copyChunk {
+			copied = 0
+			runtime.Gosched()
+		}
+	}
+	return r
+}
+
+// appendChunk logs the records of a data chunk that newChunkRecords made,
+// which the log keeps (and the caller must not change) until they are
+// written, and returns the position after them.
+func (l *appendLog) appendChunk(r chunkRecords) uint64 {
 	if changeRecordHook != nil {
 		changeRecordHook()
 	}
-	le := binary.LittleEndian
-	start := uint64(iter) - uint64(len(data)) - 1 // the chunk's first byte; LoadChunk checked it
-	var pos, n uint64
 	l.mu.Lock()
-	for off := 0; off < len(data); off += rbChunkPiece {
-		piece := data[off:min(len(data), off+rbChunkPiece)]
-		at := begin(l, kind, db, key)
-		l.buf = le.AppendUint64(l.buf, seq+n)
-		l.buf = le.AppendUint64(l.buf, start+uint64(off)+uint64(len(piece))+1)
-		l.buf = append(l.buf, piece...)
-		pos = l.seal(at)
-		n++
-	}
-	l.mu.Unlock()
-	return pos, n
+	defer l.mu.Unlock()
+	l.loads = append(l.loads, loadPiece{at: len(l.buf), data: r.b})
+	return l.appendedLocked(uint64(len(r.b)))
 }
 
 func (l *appendLog) appendDelete(db int, key string) uint64 {

@@ -15,10 +15,12 @@ import (
 	"runtime/trace"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/ohbloom/ohbloom"
+	"github.com/ohbloom/ohbloom/redisbloom"
 )
 
 // The attacks of an authenticated client (issue 30): every command that
@@ -209,6 +211,71 @@ func (p *prober) end(t *testing.T) time.Duration {
 	return p.worst
 }
 
+// churner creates and deletes keys of its own on a connection of its own,
+// one command at a time, until stopped: a create and a DEL take the
+// keyspace's write lock and log their records under the log's, so that
+// an attack holding either lock long holds every lookup behind them.
+type churner struct {
+	rounds int
+	err    error
+	first  chan struct{} // closed after the first round, or on an error
+	stop   chan struct{}
+	done   chan struct{}
+}
+
+// startChurner starts a churner and returns once it has made and removed
+// a key: it runs while the attack does.
+func startChurner(t *testing.T, addr string) *churner {
+	t.Helper()
+	c := dial(t, addr)
+	c.SetDeadline(time.Now().Add(10 * time.Minute))
+	expect(t, c, "AUTH pw\r\n", "+OK\r\n")
+	ch := &churner{first: make(chan struct{}), stop: make(chan struct{}), done: make(chan struct{})}
+	go func() {
+		defer close(ch.done)
+		defer func() {
+			if ch.rounds == 0 {
+				close(ch.first)
+			}
+		}()
+		for i := 0; ; i++ {
+			key := "churn:" + strconv.Itoa(i%64)
+			for _, step := range [][2]string{{resp("BF.RESERVE", key, "0.01", "100"), "+OK\r\n"}, {resp("DEL", key), ":1\r\n"}} {
+				buf := make([]byte, len(step[1]))
+				if _, err := c.Write([]byte(step[0])); err != nil {
+					ch.err = err
+					return
+				}
+				if _, err := io.ReadFull(c.r, buf); err != nil || string(buf) != step[1] {
+					ch.err = fmt.Errorf("the churner's %.40q answered %q (%v)", step[0], buf, err)
+					return
+				}
+			}
+			if ch.rounds++; ch.rounds == 1 {
+				close(ch.first)
+			}
+			select {
+			case <-ch.stop:
+				return
+			default:
+			}
+		}
+	}()
+	<-ch.first
+	return ch
+}
+
+// end stops the churner and returns how many rounds it made.
+func (ch *churner) end(t *testing.T) int {
+	t.Helper()
+	close(ch.stop)
+	<-ch.done
+	if ch.err != nil {
+		t.Fatal(ch.err)
+	}
+	return ch.rounds
+}
+
 // encodeCommand encodes a command of n arguments, arg(i) for i < n.
 func encodeCommand(n int, arg func(i int) []byte) []byte {
 	var b bytes.Buffer
@@ -345,6 +412,14 @@ func TestAuthenticatedAttacks(t *testing.T) {
 	}
 	bfCapacity := largestCapacity(uint64(filterBytes))
 	dumpCapacity := largestCapacity(uint64(dumpBytes))
+	// The header chunks of RedisBloom dumps of one filter that takes a
+	// data chunk of blobBytes: a chain whose DUMP fits in a request, and
+	// a cuckoo filter; and a cuckoo filter whose DUMP does.
+	rbHeader, cfHeader := redisBloomHeaderChunks(t, blobBytes)
+	dumpCFCapacity := uint64(4)
+	for cuckooBytes(2*dumpCFCapacity) <= uint64(dumpBytes)/2 {
+		dumpCFCapacity *= 2
+	}
 	reserveLarge := func() {
 		t.Helper()
 		expect(t, attacker, resp("CF.RESERVE", "bigcf", strconv.FormatUint(cfCapacity, 10)), "+OK\r\n")
@@ -359,7 +434,7 @@ func TestAuthenticatedAttacks(t *testing.T) {
 	// The probes' key and the attacks' keys are on different latches.
 	aclKey := strings.Repeat("a", maxKeyBytes) // the longest key, for the matcher of ACL key patterns
 	for _, k := range []string{"bigcf", "bigbf", "bigbf:copy", "bigcf:copy", "bigbf:renamed", "dumpable", "restored",
-		"m", "target", "slow", bigName(0), aclKey} {
+		"m", "target", "slow", "rbload", "cfload", "rbrestored", "cfrestored", "dumpcf", bigName(0), aclKey} {
 		if latchOf([]byte(k)) == latchOf([]byte("probe")) {
 			t.Fatalf("key %.10q shares the probe's latch: pick another name", k)
 		}
@@ -395,6 +470,7 @@ func TestAuthenticatedAttacks(t *testing.T) {
 		patterns[i] = fmt.Sprintf("~*%s%04db", strings.Repeat("a", maxPatternBytes-7), i)
 	}
 	var payload []byte      // DUMP's, for RESTORE
+	var rbPayload []byte    // DUMP's of a key loaded from a RedisBloom dump
 	var idle []*rawConn     // clients for CLIENT LIST
 	var restricted *rawConn // a client of a user of many key patterns
 	attacks := []struct {
@@ -471,6 +547,14 @@ func TestAuthenticatedAttacks(t *testing.T) {
 			send(req)
 			readArray(t, attacker)
 		}},
+		{"CF.MEXISTS of many items in a large filter", func() []byte {
+			return commandOf([]string{"CF.MEXISTS", "bigcf"}, manyItems, item)
+		}, func(req []byte) {
+			send(req)
+			if n := readArray(t, attacker); n != manyItems {
+				t.Fatalf("CF.MEXISTS answered %d replies", n)
+			}
+		}},
 		{"EXISTS of many keys", func() []byte {
 			return commandOf([]string{"EXISTS"}, manyItems, item)
 		}, func(req []byte) {
@@ -522,6 +606,53 @@ func TestAuthenticatedAttacks(t *testing.T) {
 			if r := readLine(t, attacker); !strings.HasPrefix(r, "-ERR invalid dump") {
 				t.Fatalf("a garbage dump was answered %q", r)
 			}
+		}},
+		// RedisBloom's dumps: a data chunk is written into the key and
+		// logged, while another client makes and removes keys, which
+		// takes the keyspace's write lock and the log's.
+		{"BF.LOADCHUNK of a RedisBloom dump, a large data chunk, while another client creates and deletes keys", func() []byte {
+			sendArgs("BF.LOADCHUNK", "rbload", "1", string(rbHeader))
+			expectLine(t, attacker, "+OK")
+			return commandOf([]string{"BF.LOADCHUNK", "rbload", strconv.Itoa(blobBytes + 1)}, 1, func(int) []byte { return blob() })
+		}, func(req []byte) {
+			churn := startChurner(t, addr)
+			send(req)
+			expectLine(t, attacker, "+OK")
+			t.Logf("the churner made and removed %d keys", churn.end(t))
+			do(":1", "BF.EXISTS", "rbload", "any") // every bit is set
+		}},
+		{"CF.LOADCHUNK of a large data chunk, while another client creates and deletes keys", func() []byte {
+			sendArgs("CF.LOADCHUNK", "cfload", "1", string(cfHeader))
+			expectLine(t, attacker, "+OK")
+			return commandOf([]string{"CF.LOADCHUNK", "cfload", strconv.Itoa(blobBytes + 1)}, 1, func(int) []byte { return blob() })
+		}, func(req []byte) {
+			churn := startChurner(t, addr)
+			send(req)
+			expectLine(t, attacker, "+OK")
+			t.Logf("the churner made and removed %d keys", churn.end(t))
+		}},
+		{"DUMP of a large key loaded from a RedisBloom dump (RedisBloom's encoding)", func() []byte {
+			rbPayload = make([]byte, DefaultMaxRequestBytes+2) // read into, not allocated while the probes run
+			return nil
+		}, func([]byte) {
+			rbPayload = dumpInto(t, attacker, "rbload", rbPayload)
+		}},
+		{"RESTORE of that RedisBloom payload into a new key", func() []byte {
+			return commandOf([]string{"RESTORE", "rbrestored", "0"}, 1, func(int) []byte { return rbPayload })
+		}, func(req []byte) {
+			send(req)
+			expectLine(t, attacker, "+OK")
+			do(":1", "BF.EXISTS", "rbrestored", "any")
+		}},
+		{"RESTORE of a large cuckoo filter's DUMP (RedisBloom's MBbloomCF encoding)", func() []byte {
+			do("+OK", "CF.RESERVE", "dumpcf", strconv.FormatUint(dumpCFCapacity, 10))
+			do(":1", "CF.ADD", "dumpcf", "present")
+			p := dumpInto(t, attacker, "dumpcf", make([]byte, DefaultMaxRequestBytes+2))
+			return commandOf([]string{"RESTORE", "cfrestored", "0"}, 1, func(int) []byte { return p })
+		}, func(req []byte) {
+			send(req)
+			expectLine(t, attacker, "+OK")
+			do(":1", "CF.EXISTS", "cfrestored", "present")
 		}},
 		{"BF.RESERVE of the largest filter", nil, func([]byte) {
 			sendArgs("BF.RESERVE", "huge", "0.0001", strconv.FormatUint(bfCapacity, 10), "NONSCALING")
@@ -828,6 +959,23 @@ func TestAuthenticatedAttacks(t *testing.T) {
 			do("+OK", "SWAPDB", "0", "1")
 			awaitBgsave()
 		}},
+		{"BGSAVE of large filters, and MULTI SWAPDB EXEC while it runs", func() []byte {
+			do(":1", "BF.ADD", "bigbf", "changed again")
+			do(":1", "CF.ADD", "bigcf", "changed again")
+			return nil
+		}, func([]byte) {
+			do("+Background saving started", "BGSAVE")
+			send([]byte(resp("MULTI") + resp("SWAPDB", "0", "1") + resp("SWAPDB", "0", "1") + resp("EXEC")))
+			expectLine(t, attacker, "+OK")
+			for range 2 {
+				expectLine(t, attacker, "+QUEUED")
+			}
+			expectLine(t, attacker, "*2")
+			for range 2 {
+				expectLine(t, attacker, "+OK")
+			}
+			awaitBgsave()
+		}},
 		{"PEXPIRE of a large filter, until the active expiry removes it", nil, func([]byte) {
 			do(":1", "PEXPIRE", "bigbf", "1")
 			for {
@@ -884,6 +1032,53 @@ func TestAuthenticatedAttacks(t *testing.T) {
 			}
 		})
 	}
+}
+
+// MULTI SWAPDB EXEC during a save waits for the save holding no key's
+// latch: another client's commands on keys are answered meanwhile. (It
+// took every latch, then waited for the save inside SWAPDB: a BGSAVE of
+// two 256 MB filters held a BF.EXISTS on another key 0.84 s.) The save
+// is held at its first step until the transaction waits.
+func TestExecOfSwapDBWaitsForASaveHoldingNoLatch(t *testing.T) {
+	restoreAfterShutdown(t, &saveHook)
+	reached, release := make(chan struct{}), make(chan struct{})
+	var reachedOnce, releaseOnce sync.Once
+	saveHook = func(step string) {
+		if step == "rotated" {
+			reachedOnce.Do(func() { close(reached) })
+			<-release
+		}
+	}
+	_, addr := start(t, Config{DataDir: t.TempDir(), SaveInterval: -1, EventLoops: 1})
+	t.Cleanup(func() { releaseOnce.Do(func() { close(release) }) }) // (before the server's shutdown, which saves)
+	c := dial(t, addr)
+	expect(t, c, "BF.ADD k x\r\nBGSAVE\r\n", ":1\r\n+Background saving started\r\n")
+	<-reached
+	expect(t, c, "MULTI\r\nSWAPDB 0 1\r\n", "+OK\r\n+QUEUED\r\n")
+	if _, err := c.Write([]byte("EXEC\r\n")); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "EXEC to wait for a lock", execWaitsForALock)
+	other := dial(t, addr)
+	other.SetDeadline(time.Now().Add(10 * time.Second)) // (only a failure waits for it)
+	expect(t, other, "BF.EXISTS k x\r\nBF.ADD other y\r\nPING\r\n", ":1\r\n:1\r\n+PONG\r\n")
+	noReplyYet(t, c, "the transaction")
+	releaseOnce.Do(func() { close(release) })
+	expect(t, c, "", "*1\r\n+OK\r\n")
+	expect(t, other, "BF.EXISTS k x\r\nSELECT 1\r\nBF.EXISTS k x\r\n", ":0\r\n+OK\r\n:1\r\n")
+}
+
+// execWaitsForALock reports whether a goroutine running EXEC waits for a
+// mutex: the save's, which the test holds.
+func execWaitsForALock() bool {
+	buf := make([]byte, 1<<20)
+	buf = buf[:runtime.Stack(buf, true)]
+	for _, g := range strings.Split(string(buf), "\n\n") {
+		if strings.Contains(g, "[sync.Mutex.Lock") && strings.Contains(g, "server.cmdExec") {
+			return true
+		}
+	}
+	return false
 }
 
 func readLine(t *testing.T, c *rawConn) string {
@@ -1001,4 +1196,54 @@ func fixedBytes(n uint64) uint64 {
 		return math.MaxUint64
 	}
 	return blocks * ohbloom.BlockBytes
+}
+
+// redisBloomHeaderChunks returns the header chunks (BF.SCANDUMP's and
+// CF.SCANDUMP's iterator 0) of a RedisBloom chain of one filter and of a
+// cuckoo filter of one sub-filter, each of at least n bytes, so that one
+// data chunk of n bytes at iterator n+1 fills it from its start; the
+// chain's DUMP still fits in a request.
+func redisBloomHeaderChunks(t *testing.T, n int) (rb, cf []byte) {
+	t.Helper()
+	// 9.585 bits an item at 1%: a filter of about 1.01 n bytes.
+	chain, err := redisbloom.NewAtomic(redisbloom.Config{Capacity: uint64(float64(n) * 1.01 * 8 / 9.585),
+		ErrorRate: 0.01, Expansion: 2, NonScaling: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b := chain.Link(0).Bytes; b < uint64(n) || b > DefaultMaxRequestBytes-1<<20 {
+		t.Fatalf("a chain of %d bytes, for a chunk of %d", b, n)
+	}
+	_, rb = chain.ScanDump(0, nil)
+	capacity := uint64(4)
+	for capacity < uint64(n) {
+		capacity *= 2
+	}
+	f, err := redisbloom.NewAtomicCuckoo(redisbloom.DefaultCuckooConfig(capacity))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Add([]byte("x")); err != nil { // (a filter without items has no header chunk)
+		t.Fatal(err)
+	}
+	_, cf = f.ScanDump(0, nil)
+	return rb, cf
+}
+
+// dumpInto sends DUMP key and reads its payload into buf, which must have
+// room for it and its CRLF, and returns the payload.
+func dumpInto(t *testing.T, c *rawConn, key string, buf []byte) []byte {
+	t.Helper()
+	if _, err := c.Write([]byte(resp("DUMP", key))); err != nil {
+		t.Fatal(err)
+	}
+	line := readLine(t, c)
+	n, err := strconv.Atoi(strings.TrimPrefix(line, "$"))
+	if err != nil || n < 0 || n+2 > len(buf) {
+		t.Fatalf("DUMP %s answered %.200q", key, line)
+	}
+	if _, err := io.ReadFull(c.r, buf[:n+2]); err != nil {
+		t.Fatal(err)
+	}
+	return buf[:n]
 }

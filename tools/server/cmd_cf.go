@@ -539,7 +539,8 @@ func (s *Server) cfLoadHeader(sess *session, w replier, name, header []byte) {
 }
 
 // cfLoadChunk writes a data chunk into a cuckoo key, as
-// CF_LoadEncodedChunk does, and logs it under the key's lock.
+// CF_LoadEncodedChunk does, and logs it under the key's lock, its records
+// made before the store's lock and the log's are taken.
 func (s *Server) cfLoadChunk(sess *session, w replier, e *entry, name []byte, iter int64, data []byte) {
 	log := s.store.log
 	var pos uint64
@@ -548,10 +549,10 @@ func (s *Server) cfLoadChunk(sess *session, w replier, e *entry, name []byte, it
 	if err == nil {
 		e.markDirty()
 		if log != nil {
+			recs := newChunkRecords(recCuckooChunk, sess.db, name, e.seq+1, iter, data)
 			pos = s.store.logChange(sess.db, name, e, func() uint64 {
-				p, n := log.appendCuckooChunk(sess.db, name, e.seq+1, iter, data)
-				e.seq += n
-				return p
+				e.seq += recs.n
+				return log.appendChunk(recs)
 			})
 		}
 	}

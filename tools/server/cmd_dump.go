@@ -258,7 +258,8 @@ func (s *Server) rbLoadHeader(sess *session, w replier, name, header []byte) {
 }
 
 // rbLoadChunk writes a data chunk into a RedisBloom key, as
-// SBChain_LoadEncodedChunk does, and logs it under the key's lock.
+// SBChain_LoadEncodedChunk does, and logs it under the key's lock, its
+// records made before the store's lock and the log's are taken.
 func (s *Server) rbLoadChunk(sess *session, w replier, e *entry, name []byte, iter int64, data []byte) {
 	log := s.store.log
 	var pos uint64
@@ -269,10 +270,10 @@ func (s *Server) rbLoadChunk(sess *session, w replier, e *entry, name []byte, it
 	if err == nil && len(data) > 0 {
 		e.markDirty()
 		if log != nil {
+			recs := newChunkRecords(recRBChunk, sess.db, name, e.seq+1, iter, data)
 			pos = s.store.logChange(sess.db, name, e, func() uint64 {
-				p, n := log.appendRBChunk(sess.db, name, e.seq+1, iter, data)
-				e.seq += n
-				return p
+				e.seq += recs.n
+				return log.appendChunk(recs)
 			})
 		}
 	}

@@ -309,33 +309,14 @@ func cmdSwapDB(s *Server, sess *session, w replier, args [][]byte) {
 		st.uploads.dropAll()
 	}
 	if sess.inExec {
-		st.saveMu.Lock()
-		run()
-		st.saveMu.Unlock()
+		run() // EXEC holds the save lock beside its latches (cmdExec)
 	} else {
 		c := &claim{tx: true, list: true, change: true}
 		for i := range c.stripes {
 			c.stripes[i] = ^uint64(0)
 		}
-		// The latches and the save lock, waiting for either holding
-		// neither: waiting for a save holding every latch held every
-		// other client's command on a key for the whole save (a BGSAVE
-		// of two 256 MB filters: a second). A transaction that saves
-		// takes them in the other order, so neither is waited for
-		// holding the other.
 		s.iso.active.Add(1)
-		for {
-			st.saveMu.Lock()
-			if s.iso.tryAcquire(c) {
-				break
-			}
-			st.saveMu.Unlock()
-			s.iso.acquire(c)
-			if st.saveMu.TryLock() {
-				break
-			}
-			s.iso.release(c)
-		}
+		s.acquireBesideSave(c)
 		sess.withoutShard(s.barrier)
 		run()
 		st.saveMu.Unlock()

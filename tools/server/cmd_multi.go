@@ -119,19 +119,31 @@ func cmdExec(s *Server, sess *session, w replier, _ [][]byte) {
 		return
 	}
 	c := &claim{tx: true}
+	swaps := false // it swaps databases: it holds the save lock too
 	m.each(func(args [][]byte) {
 		if cmd, ok := lookup(args[0]); ok {
 			s.addClaim(c, sess.db, cmd.name, args)
 			// Which keys the commands after a SELECT create is not
 			// known here: they may change the keyspace.
 			c.change = c.change || cmd.name == "select"
+			swaps = swaps || cmd.name == "swapdb"
 		}
 	})
 	if !c.empty() {
 		s.iso.active.Add(1)
 		defer s.iso.active.Add(-1)
 		for {
-			s.iso.acquire(c)
+			// A SWAPDB must not fall inside a save, and must not wait
+			// for one while the transaction holds its latches: it held
+			// every key's for the whole save (a BGSAVE of two 256 MB
+			// filters: 2 s). So the transaction takes the save lock
+			// with its latches, waiting for neither holding the other,
+			// as a SWAPDB alone does.
+			if swaps {
+				s.acquireBesideSave(c)
+			} else {
+				s.iso.acquire(c)
+			}
 			sess.withoutShard(s.barrier)
 			if c.change || !s.createsKey(sess.db, m) {
 				break
@@ -139,9 +151,15 @@ func cmdExec(s *Server, sess *session, w replier, _ [][]byte) {
 			// A key it creates was deleted before its latch was taken:
 			// the transaction changes the keyspace after all.
 			s.iso.release(c)
+			if swaps {
+				s.store.saveMu.Unlock()
+			}
 			c.change = true
 		}
 		defer s.iso.release(c)
+		if swaps {
+			defer s.store.saveMu.Unlock()
+		}
 	}
 	sess.inExec = true
 	defer func() { sess.inExec = false }()

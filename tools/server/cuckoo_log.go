@@ -79,11 +79,6 @@ func (l *appendLog) appendCuckoo(kind byte, db int, key []byte, seq uint64, hs [
 	return pos
 }
 
-// appendCuckooChunk logs a CF.LOADCHUNK data chunk (appendChunk).
-func (l *appendLog) appendCuckooChunk(db int, key []byte, seq uint64, iter int64, data []byte) (uint64, uint64) {
-	return l.appendChunk(recCuckooChunk, db, key, seq, iter, data)
-}
-
 // applyCuckoo replays one cuckoo record of key, whose entry is e (nil when
 // missing). It reports false for a kind that is not a cuckoo record.
 func (rp *replayer) applyCuckoo(keys map[string]*entry, kind byte, key, rest []byte, e *entry) (bool, error) {

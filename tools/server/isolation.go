@@ -195,6 +195,29 @@ func (is *isolation) tryAcquire(c *claim) bool {
 	return true
 }
 
+// acquireBesideSave takes c and the save lock, waiting for either while
+// holding neither: a SWAPDB must not fall inside a save, and one that
+// waited for a save holding every key's latch held every other client's
+// command on a key for the whole save (a BGSAVE of two 256 MB filters: a
+// second, and 2 s for MULTI SWAPDB EXEC). It tries the save lock first,
+// then c if it fits at once; else c, then the save lock if it is free at
+// once. The caller releases both.
+func (s *Server) acquireBesideSave(c *claim) {
+	st := s.store
+	for {
+		st.saveMu.Lock()
+		if s.iso.tryAcquire(c) {
+			return
+		}
+		st.saveMu.Unlock()
+		s.iso.acquire(c)
+		if st.saveMu.TryLock() {
+			return
+		}
+		s.iso.release(c)
+	}
+}
+
 func (is *isolation) release(c *claim) {
 	if c.empty() {
 		return
