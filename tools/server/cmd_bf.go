@@ -463,6 +463,10 @@ func (s *Server) addGroup(sess *session, e *entry, name []byte, group [][]byte, 
 	// come from another client's add whose record is not yet written, and
 	// this reply must not outrun it.
 	logPresent := log != nil && log.policy() == fsyncAlways
+	if log != nil {
+		e.order.Lock()
+		defer e.order.Unlock()
+	}
 	var hs [hashesPerRecord]uint64
 	n, tried := 0, len(group)
 	for i, item := range group {

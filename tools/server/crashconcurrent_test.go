@@ -2,6 +2,7 @@ package server
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -17,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ohbloom/ohbloom"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -49,13 +51,24 @@ const jitterEnv = "OHBLOOM_TEST_CHANGE_JITTER"
 // churn round of TestConcurrentClientsSurviveKill pauses more often.
 const jitter, churnJitter = "8,3000", "2,2000"
 
+// recordHook, when set, runs as changeRecordHook does: a test sets it
+// while its server runs (TestConcurrentAddsReplayInTheirOrder), which a
+// plain write to changeRecordHook, read by the server's goroutines, could
+// not do without a race.
+var recordHook atomic.Pointer[func()]
+
 func init() {
 	var one, most int
+	jitter := false
 	if _, err := fmt.Sscanf(os.Getenv(jitterEnv), "%d,%d", &one, &most); err == nil && one > 0 && most > 0 {
-		changeRecordHook = func() {
-			if rand.IntN(one) == 0 {
-				time.Sleep(time.Duration(rand.IntN(most)) * time.Microsecond)
-			}
+		jitter = true
+	}
+	changeRecordHook = func() {
+		if f := recordHook.Load(); f != nil {
+			(*f)()
+		}
+		if jitter && rand.IntN(one) == 0 {
+			time.Sleep(time.Duration(rand.IntN(most)) * time.Microsecond)
 		}
 	}
 }
@@ -876,6 +889,132 @@ func TestChangeRacingItsKeysReplacement(t *testing.T) {
 			_, back := start(t, Config{DataDir: crashed, AppendFsync: "always"})
 			if got := state(dial(t, back)); got != live {
 				t.Fatalf("k after a crash: %s; the server that ran on: %s", got, live)
+			}
+		})
+	}
+}
+
+// TestConcurrentAddsReplayInTheirOrder: two clients add to one BF key at
+// once, and the second one's item is found present because of the bits
+// the first one's add has just set, before the first add's record is in
+// the log (here the first add waits there, in changeRecordHook; a
+// descheduled thread makes the same gap). The log must hold the adds in
+// the order they were applied: replayed the other way round, the second
+// item counted as new and the first too, one more than the live server's
+// "Number of items inserted", and in a growing filter the items could
+// land in other stages than they did live.
+func TestConcurrentAddsReplayInTheirOrder(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		reserve []string
+	}{
+		{"fixed", []string{"BF.RESERVE", "k", "0.5", "1000", "NONSCALING"}},
+		{"scalable", []string{"BF.RESERVE", "k", "0.5", "1000", "EXPANSION", "2"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			s, addr := start(t, Config{DataDir: dir, AppendFsync: "always", SaveInterval: -1})
+			a, b := dial(t, addr), dial(t, addr)
+			if got := a.do(t, tc.reserve...); got != "+OK" {
+				t.Fatalf("%q: %s", tc.reserve, got)
+			}
+			// A dense filter, so that many items miss only a few bits.
+			for i := range 9 {
+				cmd := []string{"BF.MADD", "k"}
+				for j := range 100 {
+					cmd = append(cmd, fmt.Sprint("fill", i, ".", j))
+				}
+				if got := a.run(t, cmd...); got[0] != '*' {
+					t.Fatalf("BF.MADD: %q", got)
+				}
+			}
+			// Two items whose adds find different things in the two
+			// orders: the second is found present once the first is in,
+			// but the first is not once the second is, so that replayed
+			// second first, both count (found on copies of the filter).
+			e := s.store.get(0, "k")
+			var saved bytes.Buffer
+			if _, err := e.writeFilter(&saved); err != nil {
+				t.Fatal(err)
+			}
+			with := func(items ...string) interface{ TestHash(uint64) bool } {
+				var f interface {
+					io.ReaderFrom
+					TestHash(uint64) bool
+					AddHash(uint64)
+				}
+				if e.kind == kindFixed {
+					f = new(ohbloom.AtomicFilter)
+				} else {
+					f = new(ohbloom.AtomicScalableFilter)
+				}
+				if _, err := f.ReadFrom(bytes.NewReader(saved.Bytes())); err != nil {
+					t.Fatal(err)
+				}
+				for _, item := range items {
+					f.AddHash(e.hash([]byte(item)))
+				}
+				return f
+			}
+			present := func(f interface{ TestHash(uint64) bool }, item string) bool {
+				return f.TestHash(e.hash([]byte(item)))
+			}
+			base := with()
+			var first, second string
+		search:
+			for i := range 300 {
+				f := fmt.Sprint("f", i)
+				if present(base, f) {
+					continue
+				}
+				withF := with(f)
+				for j := range 20000 {
+					c := fmt.Sprint("s", j)
+					if !present(base, c) && present(withF, c) && !present(with(c), f) {
+						first, second = f, c
+						break search
+					}
+				}
+			}
+			if first == "" {
+				t.Fatal("no two items whose adds depend on their order")
+			}
+
+			// The first add waits off its loop for the key's lock, held as
+			// a save holds it, so that it pauses in the hook off the loop.
+			e.adding.Lock()
+			if _, err := a.Write([]byte(resp("BF.ADD", "k", first))); err != nil {
+				t.Fatal(err)
+			}
+			waitFor(t, "BF.ADD to wait for the key's lock", func() bool { return parkedIn("(*Server).addItems", "sync.(*RWMutex).RLock") })
+			reached, release := make(chan struct{}), make(chan struct{})
+			var once sync.Once
+			hook := func() { once.Do(func() { close(reached); <-release }) }
+			recordHook.Store(&hook)
+			t.Cleanup(func() { recordHook.Store(nil) })
+			e.adding.Unlock()
+			<-reached // the first add is applied; its record waits
+			recordHook.Store(nil)
+
+			if _, err := b.Write([]byte(resp("BF.ADD", "k", second))); err != nil {
+				t.Fatal(err)
+			}
+			close(release)
+			if got := a.reply(t); got != ":1" {
+				t.Fatalf("BF.ADD k %s: %s", first, got)
+			}
+			if got := b.reply(t); got != ":0" {
+				t.Fatalf("BF.ADD k %s, its bits set by the first: %s", second, got)
+			}
+			state := func(c *rawConn) string {
+				return strings.ReplaceAll(c.run(t, "BF.INFO", "k")+c.run(t, "BF.MEXISTS", "k", first, second), "\r\n", " ")
+			}
+			live := state(b)
+			crashed := t.TempDir()
+			copyDir(t, dir, crashed) // every reply is in, so every record is fsynced
+			_, back := start(t, Config{DataDir: crashed, AppendFsync: "always"})
+			if got := state(dial(t, back)); got != live {
+				t.Fatalf("k after a crash:\n%s\nthe server that ran on:\n%s", got, live)
 			}
 		})
 	}

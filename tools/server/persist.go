@@ -41,7 +41,9 @@ package server
 // applied twice. Each kind of record is made safe for that:
 //   - BF adds are logged as the item's hash; adding a hash twice sets the
 //     same bits, so they are idempotent, and so is the item count rebuilt
-//     from them (an item counts when its add finds it absent). For these a
+//     from them (an item counts when its add finds it absent), since a
+//     key's adds and their records are one step (entry.order): replayed
+//     in the log's order, each add finds what it found live. For these a
 //     snapshot only has to hold at least every change whose record is in
 //     a segment that the save removes. A change is applied, then marks its
 //     key dirty, then appends its record; the save rotates, then clears

@@ -84,6 +84,19 @@ type entry struct {
 	mu  sync.Mutex
 	seq uint64 // number of the key's last change (guarded by mu)
 
+	// order makes a group of adds to an ohbloom BF key and its log record
+	// one step, while the log is on (addGroup), so that the log holds
+	// them in the order they were applied. Their bits do not depend on
+	// the order, but what each add found does: an item whose bits another
+	// client's add had just set, logged before that add, counted as new
+	// in the replay and not in the live server, and a growing filter
+	// placed items in other stages than the live one did, so that an item
+	// found present there, unlogged under everysec, could be absent after
+	// a restart (TestConcurrentAddsReplayInTheirOrder). It is held only
+	// for the adds and the append, never across a wait for the disk or
+	// another key, so the loops take it where they run.
+	order sync.Mutex
+
 	// adding is held for reading while items are added to an ohbloom key
 	// (addItems), and for writing while a save writes its record
 	// (recordTo). Their bits are idempotent, but their counts are not: a
