@@ -1157,21 +1157,24 @@ func (l *appendLog) failLocked(err error, lost bool) {
 // where the old segment ends, before any record goes there. If the old
 // segment cannot take its records, they go to the new one, ahead of the
 // others: the log stays one history in order. It returns the new
-// segment's number.
+// segment's number. Saves rotate one at a time, and only they change the
+// segment once the log is open.
 func (l *appendLog) rotate() (uint64, error) {
-	l.mu.Lock()
-	for l.flushing {
-		l.cond.Wait()
-	}
-	l.flushing = true
-	l.mu.Unlock()
-	gen := l.gen + 1
+	// The new segment is made before the flush token is taken: making it
+	// durable costs two fsyncs, which flushes (and the commands waiting
+	// on them under always) need not wait for. An empty segment past the
+	// manifest's is what a start expects of a rotation cut short.
+	gen := l.genNow.Load() + 1
 	nf, err := createSegment(l.dir, gen)
 	nres, nerr := int64(segmentHeader), error(nil)
 	if err == nil && l.reserveOn {
 		nres, nerr = growReserve(nf, segmentHeader, segmentHeader+reserveStep)
 	}
 	l.mu.Lock()
+	for l.flushing {
+		l.cond.Wait()
+	}
+	l.flushing = true
 	b := l.takeLocked()
 	sticky := l.sticky
 	if err == nil && l.reserveOn {

@@ -8,7 +8,10 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"path/filepath"
 	"runtime/metrics"
+	"strings"
+	"sync"
 	"testing"
 
 	"github.com/ohbloom/ohbloom/redisbloom"
@@ -243,3 +246,32 @@ var rbFuzzSeed = func() (d struct{ chunks []chunk }) {
 		iter = next
 	}
 }()
+
+// Under always, a save's rotation does not hold the log while it makes
+// the next segment durable (a file, its fsync and the directory's): the
+// commands of other clients get their replies meanwhile, fsynced to the
+// old segment. With saves back to back on a busy machine, making the
+// segment inside the rotation held the log for two thirds of it.
+func TestRotationMakesTheNextSegmentWithoutHoldingTheLog(t *testing.T) {
+	_, addr := start(t, Config{DataDir: t.TempDir(), AppendFsync: "always", SaveInterval: -1})
+	making, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	testDisk.Store(&diskHook{fit: func(path string, n int) (int, error) {
+		if strings.HasPrefix(filepath.Base(path), ".appendonly-") { // the next segment's temporary file
+			once.Do(func() { close(making) })
+			<-release
+		}
+		return n, nil
+	}})
+	var released sync.Once
+	free := func() { released.Do(func() { close(release) }) }
+	t.Cleanup(func() { free(); testDisk.Store(nil) }) // before the server's shutdown, which waits for the save
+	saver := dial(t, addr)
+	saver.Write([]byte("BF.ADD k x\r\nSAVE\r\n"))
+	<-making
+	other := dial(t, addr)
+	expect(t, other, "BF.ADD k y\r\nBF.ADD j y\r\n", ":1\r\n:1\r\n")
+	free()
+	expect(t, saver, "", ":1\r\n+OK\r\n")
+	expect(t, other, "BF.ADD k z\r\n", ":1\r\n")
+}

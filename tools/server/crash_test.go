@@ -93,6 +93,27 @@ func serverProcessIn(t *testing.T, wrap []string, spec string) (*exec.Cmd, strin
 	return cmd, strings.TrimSpace(strings.TrimPrefix(line, "LISTENING "))
 }
 
+// dialEachReply is dial for a long conversation: each command written
+// gets a deadline of its own, where dial sets one for the whole
+// conversation. The length of a run of a thousand commands, each waiting
+// for fsyncs (a save every few milliseconds beside them), grows with the
+// machine's load (beside CPU hogs TestKeyspaceSurvivesKill's took over
+// the 30 s that dial allows); one reply's stays far below the deadline,
+// which only catches a server that stopped answering.
+func dialEachReply(t *testing.T, addr string) *rawConn {
+	t.Helper()
+	c := dial(t, addr)
+	return &rawConn{replyDeadline{c.Conn}, c.r}
+}
+
+// replyDeadline moves the connection's deadline at each write.
+type replyDeadline struct{ net.Conn }
+
+func (c replyDeadline) Write(b []byte) (int, error) {
+	c.Conn.SetDeadline(time.Now().Add(30 * time.Second))
+	return c.Conn.Write(b)
+}
+
 // ack is a batch of items whose BF.MADD (or CF.INSERT) reply arrived.
 type ack struct {
 	items []string
@@ -237,7 +258,7 @@ func loadUntil(t *testing.T, cmd *exec.Cmd, addr string, round int, stop func(ac
 func checkAcked(t *testing.T, dir, policy string, acks []ack, deadline time.Time, cfSent int64) int {
 	t.Helper()
 	_, addr := serverProcess(t, dir, policy, -1)
-	c := dial(t, addr)
+	c := dialEachReply(t, addr)
 	checked := 0
 	for _, a := range acks {
 		if a.at.After(deadline) {
@@ -425,7 +446,7 @@ func TestKill9OnFullDisk(t *testing.T) {
 			fsys.sh(t, "mkdir "+dir)
 			spec := fmt.Sprintf("%s,everysec,-1s,%d", dir, 1<<20) // 1 MiB reserved ahead
 			cmd, addr := serverProcessIn(t, fsys.wrap, spec)
-			c := dial(t, addr)
+			c := dialEachReply(t, addr)
 			if r := c.do(t, "BF.RESERVE", "bf", "0.01", "1000000"); r != "+OK" {
 				t.Fatal(r)
 			}
@@ -469,7 +490,7 @@ func TestKill9OnFullDisk(t *testing.T) {
 			cmd.Wait()
 			fsys.sh(t, fmt.Sprintf("rm %s/filler", fsys.dir))
 			_, addr = serverProcessIn(t, fsys.wrap, spec)
-			c = dial(t, addr)
+			c = dialEachReply(t, addr)
 			for _, items := range acked {
 				c.Write([]byte(resp(append([]string{"BF.MEXISTS", "bf"}, items...)...)))
 				if r := c.line(t); r != "*100" {

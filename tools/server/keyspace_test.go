@@ -438,7 +438,7 @@ func keyspaceOps(seed uint64, n int) [][]string {
 // database and key, its type, whether it has an expiry, and its answers.
 func keyspaceState(t *testing.T, addr string) string {
 	t.Helper()
-	c := dial(t, addr)
+	c := dialEachReply(t, addr)
 	var b strings.Builder
 	for db := range 3 {
 		c.run(t, "SELECT", strconv.Itoa(db))
@@ -490,7 +490,7 @@ func TestKeyspaceSurvivesKill(t *testing.T) {
 			dir := t.TempDir()
 			cmd, addr := serverProcess(t, dir, "always", saveEvery)
 			_, ref := start(t, Config{})
-			c, r := dial(t, addr), dial(t, ref)
+			c, r := dialEachReply(t, addr), dialEachReply(t, ref)
 			for _, op := range keyspaceOps(uint64(round), n) {
 				got, want := c.run(t, op...), r.run(t, op...)
 				if op[0] == "SAVE" {
