@@ -459,22 +459,30 @@ func (s *Server) addGroup(sess *session, e *entry, name []byte, group [][]byte, 
 	if e.kind == kindRedisBloom {
 		return s.rbAddGroup(sess, e, name, group, results)
 	}
-	// An item found present is logged too under always: its bits may
-	// come from another client's add whose record is not yet written, and
-	// this reply must not outrun it.
-	logPresent := log != nil && log.policy() == fsyncAlways
-	if log != nil {
-		e.order.Lock()
-		defer e.order.Unlock()
-	}
 	var hs [hashesPerRecord]uint64
-	n, tried := 0, len(group)
 	for i, item := range group {
-		h := e.hash(item)
-		r := s.bloomAddHash(e, h)
+		hs[i] = e.hash(item)
+	}
+	if log == nil {
+		for i := range group {
+			results[i] = s.bloomAddHash(e, hs[i])
+			if results[i] == addFull {
+				return i + 1, 0
+			}
+		}
+		return len(group), 0
+	}
+	// The adds and their record are one step (entry.order). An item
+	// found present is not logged: the adds that set its bits are in the
+	// log before it, and its reply waits for the log's tail.
+	e.order.Lock()
+	defer e.order.Unlock()
+	n, tried := 0, len(group)
+	for i := range group {
+		r := s.bloomAddHash(e, hs[i])
 		results[i] = r
-		if log != nil && (r == addNew || (r == addPresent && logPresent)) {
-			hs[n] = h
+		if r == addNew {
+			hs[n] = hs[i]
 			n++
 		}
 		if r == addFull {
@@ -482,13 +490,12 @@ func (s *Server) addGroup(sess *session, e *entry, name []byte, group [][]byte, 
 			break
 		}
 	}
-	var pos uint64
-	if n > 0 {
-		pos = s.store.logChange(sess.db, name, e, func() uint64 {
-			return log.appendHashes(recBloomAdd, sess.db, name, 0, hs[:n])
-		})
+	if n == 0 {
+		return tried, log.tail.Load()
 	}
-	return tried, pos
+	return tried, s.store.logChange(sess.db, name, e, func() uint64 {
+		return log.appendHashes(recBloomAdd, sess.db, name, 0, hs[:n])
+	})
 }
 
 // rbAddGroup is addGroup for a RedisBloom key: the adds, their numbers and

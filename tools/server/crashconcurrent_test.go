@@ -806,6 +806,17 @@ func parkedIn(fn, lock string) bool {
 	return false
 }
 
+// startOnCopy starts a server on a copy of the data directory dir, as a
+// crash would leave it once every reply under always is in (every record
+// fsynced), and returns its address.
+func startOnCopy(t *testing.T, dir string) string {
+	t.Helper()
+	crashed := t.TempDir()
+	copyDir(t, dir, crashed)
+	_, addr := start(t, Config{DataDir: crashed, AppendFsync: "always"})
+	return addr
+}
+
 // TestChangeRacingItsKeysReplacement: a command found its key, and before
 // it changed the key and logged the change, another client removed the
 // key and made a new one of the same name (here the first command waits
@@ -884,10 +895,7 @@ func TestChangeRacingItsKeysReplacement(t *testing.T) {
 				return strings.Join(out, ", ")
 			}
 			live := state(b)
-			crashed := t.TempDir()
-			copyDir(t, dir, crashed) // every reply is in, so every record is fsynced
-			_, back := start(t, Config{DataDir: crashed, AppendFsync: "always"})
-			if got := state(dial(t, back)); got != live {
+			if got := state(dial(t, startOnCopy(t, dir))); got != live {
 				t.Fatalf("k after a crash: %s; the server that ran on: %s", got, live)
 			}
 		})
@@ -1010,10 +1018,7 @@ func TestConcurrentAddsReplayInTheirOrder(t *testing.T) {
 				return strings.ReplaceAll(c.run(t, "BF.INFO", "k")+c.run(t, "BF.MEXISTS", "k", first, second), "\r\n", " ")
 			}
 			live := state(b)
-			crashed := t.TempDir()
-			copyDir(t, dir, crashed) // every reply is in, so every record is fsynced
-			_, back := start(t, Config{DataDir: crashed, AppendFsync: "always"})
-			if got := state(dial(t, back)); got != live {
+			if got := state(dial(t, startOnCopy(t, dir))); got != live {
 				t.Fatalf("k after a crash:\n%s\nthe server that ran on:\n%s", got, live)
 			}
 		})
